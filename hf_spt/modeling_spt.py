@@ -1,0 +1,426 @@
+"""The SPT encoder: a pre-LN Transformer for self-pretraining and sequence classification.
+
+Layout follows transformers' BERT/DistilBERT: attention goes through
+`ALL_ATTENTION_FUNCTIONS` (SDPA by default, eager for `output_attentions=True`), heads are the
+base model plus a small module. Parameter names are a contract used by partial loading:
+`layers.{i}.attention.{q,k,v,o}_proj`, `layers.{i}.mlp.{fc1,fc2}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.activations import ACT2FN
+from transformers.loss.loss_utils import ForSequenceClassificationLoss
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+from .configuration_spt import SptConfig
+from .pooling import pool, pooled_size
+from .positions import alibi_bias, alibi_slopes, apply_rotary, rotary_cos_sin, rotary_inverse_frequencies, sinusoidal_table
+
+
+def eager_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax attention written out, returning the probabilities (B, H, T, T) too."""
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling  # (B, H, T, T)
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    probs = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    probs = nn.functional.dropout(probs, p=dropout, training=module.training)
+    output = torch.matmul(probs, value).transpose(1, 2).contiguous()  # (B, T, H, hd)
+    return output, probs
+
+
+class SptEmbeddings(nn.Module):
+    """Token embedding plus an additive position table (sinusoidal fixed, or learned)."""
+
+    def __init__(self, config: SptConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embedding_type = config.position_embedding_type
+        if config.position_embedding_type == "learned":
+            self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        elif config.position_embedding_type == "sinusoidal":
+            # A buffer, not a parameter: fixed, never trained, rebuilt in `_init_weights`.
+            self.register_buffer(
+                "sinusoidal_positions",
+                sinusoidal_table(config.max_position_embeddings, config.hidden_size),
+                persistent=False,
+            )
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def position_table(self) -> torch.Tensor | None:
+        """The additive position table P (max_positions, D), or None when positions are not additive."""
+        if self.position_embedding_type == "learned":
+            return self.position_embeddings.weight
+        if self.position_embedding_type == "sinusoidal":
+            return self.sinusoidal_positions
+        return None
+
+    def forward(self, inputs_embeds: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        table = self.position_table()
+        if table is not None:
+            inputs_embeds = inputs_embeds + table[position_ids].to(inputs_embeds.dtype)
+        return self.dropout(inputs_embeds)
+
+
+class SptAttention(nn.Module):
+    """Multi-head self-attention with projections `q_proj`, `k_proj`, `v_proj`, `o_proj`."""
+
+    def __init__(self, config: SptConfig, layer_idx: int):
+        super().__init__()
+        self.config = config
+        self.layer_idx = layer_idx
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.scaling = self.head_dim**-0.5
+        self.is_causal = False
+        self.q_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.k_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.v_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.o_proj = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+        output_attentions: bool = False,
+        **kwargs,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        batch, length, _ = hidden_states.shape
+        shape = (batch, length, self.num_heads, self.head_dim)
+        query = self.q_proj(hidden_states).view(shape).transpose(1, 2)  # (B, H, T, hd)
+        key = self.k_proj(hidden_states).view(shape).transpose(1, 2)
+        value = self.v_proj(hidden_states).view(shape).transpose(1, 2)
+        if rotary is not None:
+            query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
+
+        implementation = "eager" if output_attentions else self.config._attn_implementation
+        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
+        output, probs = attention_interface(
+            self,
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout=self.config.attention_probs_dropout_prob if self.training else 0.0,
+            scaling=self.scaling,
+            **kwargs,
+        )
+        output = self.o_proj(output.reshape(batch, length, -1))
+        return output, probs
+
+
+class SptMLP(nn.Module):
+    """Position-wise MLP `fc2(act(fc1(x)))`."""
+
+    def __init__(self, config: SptConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.fc2 = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.act = ACT2FN[config.hidden_act]
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.act(self.fc1(hidden_states)))
+
+
+class SptLayer(GradientCheckpointingLayer):
+    """Pre-LN block: x + Attn(LN(x)), then x + MLP(LN(x)) (Xiong et al., 2020)."""
+
+    def __init__(self, config: SptConfig, layer_idx: int):
+        super().__init__()
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.attention = SptAttention(config, layer_idx)
+        self.mlp_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.mlp = SptMLP(config)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        attended, probs = self.attention(self.attention_norm(hidden_states), attention_mask, rotary, output_attentions)
+        hidden_states = hidden_states + self.dropout(attended)
+        hidden_states = hidden_states + self.dropout(self.mlp(self.mlp_norm(hidden_states)))
+        return hidden_states, probs
+
+
+class SptPreTrainedModel(PreTrainedModel):
+    """Weight init, checkpoint format and attention back-ends shared by the SPT heads."""
+
+    config_class = SptConfig
+    config: SptConfig
+    base_model_prefix = "spt"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = True
+    _no_split_modules = ["SptLayer"]
+    _supports_sdpa = True
+    _supports_flash_attn = True
+    _supports_flex_attn = False
+    _supports_attention_backend = True
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """transformers' normal init (std `initializer_range`), plus the fixed position tables."""
+        super()._init_weights(module)
+        if isinstance(module, SptEmbeddings) and module.position_embedding_type == "sinusoidal":
+            init.copy_(module.sinusoidal_positions, sinusoidal_table(*module.sinusoidal_positions.shape))
+        elif isinstance(module, SptModel):
+            if module.rotary_inv_freq is not None:
+                init.copy_(module.rotary_inv_freq, rotary_inverse_frequencies(module.head_dim, self.config.rope_theta))
+            if module.alibi_slopes is not None:
+                init.copy_(module.alibi_slopes, alibi_slopes(self.config.num_attention_heads))
+        elif isinstance(module, SptLMHead):
+            init.zeros_(module.bias)
+
+
+class SptModel(SptPreTrainedModel):
+    """The bare encoder: embeddings, `num_hidden_layers` pre-LN layers and a final LayerNorm."""
+
+    def __init__(self, config: SptConfig):
+        super().__init__(config)
+        self.embeddings = SptEmbeddings(config)
+        self.layers = nn.ModuleList(SptLayer(config, i) for i in range(config.num_hidden_layers))
+        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        rotary = config.position_embedding_type == "rotary"
+        alibi = config.position_embedding_type == "alibi"
+        inv_freq = rotary_inverse_frequencies(self.head_dim, config.rope_theta) if rotary else None
+        self.register_buffer("rotary_inv_freq", inv_freq, persistent=False)
+        self.register_buffer("alibi_slopes", alibi_slopes(config.num_attention_heads) if alibi else None, persistent=False)
+        self.gradient_checkpointing = False
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.word_embeddings = value
+
+    def _attention_bias(self, attention_mask: torch.Tensor | None, embeds: torch.Tensor) -> torch.Tensor | None:
+        """The mask each attention back-end expects; None when nothing is masked (keeps the fast kernels)."""
+        implementation = self.config._attn_implementation
+        length = embeds.shape[1]
+        has_padding = attention_mask is not None and not bool(attention_mask.all())
+        if implementation.startswith("flash"):
+            if self.alibi_slopes is not None:
+                raise ValueError("alibi positions need attn_implementation='sdpa' or 'eager', not flash attention.")
+            return attention_mask if has_padding else None
+        bias = None
+        if has_padding:
+            keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
+            bias = torch.zeros(keep.shape, dtype=embeds.dtype, device=embeds.device)
+            bias = bias.masked_fill(~keep, torch.finfo(embeds.dtype).min)
+        if self.alibi_slopes is not None:
+            distance_bias = alibi_bias(self.alibi_slopes, length, embeds.dtype)  # (1, H, T, T)
+            bias = distance_bias if bias is None else bias + distance_bias
+        return bias
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> BaseModelOutput | tuple:
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Pass exactly one of input_ids or inputs_embeds.")
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if inputs_embeds is None:
+            inputs_embeds = self.embeddings.word_embeddings(input_ids)  # (B, T, D)
+        batch, length = inputs_embeds.shape[:2]
+        if length > self.config.max_position_embeddings:
+            raise ValueError(
+                f"Sequence length {length} exceeds max_position_embeddings={self.config.max_position_embeddings}. "
+                "Truncate the inputs (tokenizer truncation=True, max_length=..., or --truncation in run_spt.py) "
+                "or build the model with a larger max_position_embeddings."
+            )
+        if position_ids is None:
+            position_ids = torch.arange(length, device=inputs_embeds.device).expand(batch, length)
+        hidden_states = self.embeddings(inputs_embeds, position_ids)
+        bias = self._attention_bias(attention_mask, hidden_states)
+        rotary = None
+        if self.rotary_inv_freq is not None:
+            rotary = rotary_cos_sin(position_ids, self.rotary_inv_freq, hidden_states.dtype)
+
+        all_hidden_states = [] if output_hidden_states else None
+        all_attentions = [] if output_attentions else None
+        for layer in self.layers:
+            if output_hidden_states:
+                all_hidden_states.append(hidden_states)
+            hidden_states, probs = layer(hidden_states, bias, rotary, bool(output_attentions))
+            if output_attentions:
+                all_attentions.append(probs)
+        hidden_states = self.final_norm(hidden_states)
+        if output_hidden_states:
+            all_hidden_states.append(hidden_states)
+        output = BaseModelOutput(
+            last_hidden_state=hidden_states,
+            hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
+            attentions=tuple(all_attentions) if output_attentions else None,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+class SptLMHead(nn.Module):
+    """BERT's MLM head: dense + activation + LayerNorm, then a decoder tied to the token embeddings."""
+
+    def __init__(self, config: SptConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACT2FN[config.hidden_act]
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.norm(self.act(self.dense(hidden_states)))) + self.bias
+
+
+class SptForMaskedLM(SptPreTrainedModel):
+    """Encoder plus MLM head for self-pretraining.
+
+    With `labels`, logits are computed only at the masked positions (`labels != -100`) and
+    returned flat, shape (num_masked, vocab_size): projecting every token onto the vocabulary
+    would cost T/num_masked times more for nothing. Without labels, logits cover every token.
+    """
+
+    _tied_weights_keys = {"lm_head.decoder.weight": "spt.embeddings.word_embeddings.weight"}
+
+    def __init__(self, config: SptConfig):
+        super().__init__(config)
+        self.spt = SptModel(config)
+        self.lm_head = SptLMHead(config)
+        self.post_init()
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head.decoder
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.lm_head.decoder = new_embeddings
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> MaskedLMOutput | tuple:
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs = self.spt(
+            input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        hidden_states = outputs.last_hidden_state  # (B, T, D)
+        loss = None
+        if labels is None:
+            logits = self.lm_head(hidden_states)  # (B, T, V)
+        else:
+            masked = labels != -100  # (B, T)
+            logits = self.lm_head(hidden_states[masked])  # (N, V): masked positions only
+            loss = nn.functional.cross_entropy(logits.float(), labels[masked])
+        output = MaskedLMOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+
+class SptForSequenceClassification(SptPreTrainedModel):
+    """Encoder, pooling over real tokens (`config.pooling`), dropout and a linear classifier.
+
+    With `config.two_tower`, a second sequence (`pair_input_ids`, `pair_attention_mask`) goes
+    through the same encoder and the classifier reads [u, v, u*v, u-v] of the pooled vectors.
+    `problem_type` (single-label, multi-label, regression) behaves as in transformers.
+    """
+
+    def __init__(self, config: SptConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.spt = SptModel(config)
+        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(dropout)
+        features = pooled_size(config.hidden_size, config.pooling) * (4 if config.two_tower else 1)
+        self.classifier = nn.Linear(features, config.num_labels)
+        self.post_init()
+
+    def _encode(self, input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states):
+        outputs = self.spt(
+            input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        return outputs, pool(outputs.last_hidden_state, attention_mask, self.config.pooling)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        pair_input_ids: torch.Tensor | None = None,
+        pair_attention_mask: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs, pooled = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states)
+        if self.config.two_tower:
+            if pair_input_ids is None:
+                raise ValueError("This model is two-tower (config.two_tower=True): pass pair_input_ids too.")
+            _, pair_pooled = self._encode(pair_input_ids, pair_attention_mask, None, False, False)
+            pooled = torch.cat((pooled, pair_pooled, pooled * pair_pooled, pooled - pair_pooled), dim=-1)
+        logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
+        loss = None if labels is None else ForSequenceClassificationLoss(labels, logits, self.config)
+        output = SequenceClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+
+__all__ = [
+    "SptPreTrainedModel",
+    "SptModel",
+    "SptForMaskedLM",
+    "SptForSequenceClassification",
+    "eager_attention_forward",
+]

@@ -1,0 +1,104 @@
+"""Task registry: a task name becomes a `datasets.DatasetDict`, its tokenizer and a preset.
+
+Every task yields splits `train`, `validation` and `test` with an `input_ids` column (token ids
+from the task's tokenizer, special tokens included) and a `labels` column. SPT reads the same
+splits with `labels` dropped. A task module registers itself with `@register_task`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from datasets import DatasetDict
+from transformers import PreTrainedTokenizerBase
+
+REQUIRED_SPLITS = ("train", "validation", "test")
+
+
+@dataclass
+class TaskPreset:
+    """What published SPT work used for a task (science.md §1 and §4); run options override it.
+
+    `model` holds `SptConfig` keyword arguments (sizes, pooling); `mlm_probability` is the SPT
+    masking rate (Amos et al.: 50% visual, 15% text and retrieval, 10% ListOps).
+    """
+
+    max_length: int
+    num_labels: int
+    mlm_probability: float = 0.15
+    batch_size: int = 32
+    model: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Task:
+    """A loaded task: data, tokenizer, preset, and label names (index = label id)."""
+
+    name: str
+    dataset: DatasetDict
+    tokenizer: PreTrainedTokenizerBase
+    preset: TaskPreset
+    label_names: list[str] | None = None
+    is_pair: bool = False
+
+    def id2label(self) -> dict[int, str]:
+        names = self.label_names or [str(i) for i in range(self.preset.num_labels)]
+        return dict(enumerate(names))
+
+
+@dataclass
+class TaskEntry:
+    """A registered task: how to build it, and what it needs on disk (for `--list_tasks`)."""
+
+    name: str
+    builder: Callable[..., Task]
+    description: str
+    needs: str
+
+
+TASKS: dict[str, TaskEntry] = {}
+
+
+def register_task(name: str, description: str, needs: str) -> Callable[[Callable[..., Task]], Callable[..., Task]]:
+    """Decorator registering `builder(data_dir=None, seed=0, **options) -> Task` under `name`."""
+
+    def decorate(builder: Callable[..., Task]) -> Callable[..., Task]:
+        TASKS[name] = TaskEntry(name, builder, description, needs)
+        return builder
+
+    return decorate
+
+
+def load_task(name: str, data_dir: str | None = None, seed: int = 0, **options: Any) -> Task:
+    """Build the task `name` (see `list_tasks()`); `options` go to its builder (sizes, lengths...)."""
+    if name not in TASKS:
+        raise ValueError(f"Unknown task {name!r}. Known tasks: {', '.join(sorted(TASKS))} (run_spt.py --list_tasks).")
+    task = TASKS[name].builder(data_dir=data_dir, seed=seed, **options)
+    check_task(task)
+    return task
+
+
+def check_task(task: Task) -> None:
+    """Fail early, naming the problem, when a task's data cannot feed both phases."""
+    missing = [split for split in REQUIRED_SPLITS if split not in task.dataset]
+    if missing:
+        raise ValueError(f"Task {task.name!r} has no {missing} split(s); it needs {list(REQUIRED_SPLITS)}.")
+    for split in REQUIRED_SPLITS:
+        data = task.dataset[split]
+        if len(data) == 0:
+            raise ValueError(f"Task {task.name!r}: the {split!r} split is empty.")
+        if "input_ids" not in data.column_names:
+            raise ValueError(f"Task {task.name!r}: the {split!r} split has no input_ids column.")
+
+
+def list_tasks() -> str:
+    """One line per registered task: name, description, and what it needs on disk."""
+    width = max(len(name) for name in TASKS)
+    return "\n".join(
+        f"{entry.name:<{width}}  {entry.description}\n{'':<{width}}  needs: {entry.needs}" for entry in TASKS.values()
+    )
+
+
+__all__ = ["Task", "TaskPreset", "TaskEntry", "TASKS", "register_task", "load_task", "check_task", "list_tasks"]
