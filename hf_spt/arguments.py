@@ -8,10 +8,24 @@ command-line flags override.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 MODES = ("compare", "spt", "finetune", "scratch")
+
+
+def json_mapping(value: str | dict[str, Any] | None, flag: str) -> dict[str, Any]:
+    """A mapping given as JSON text on the command line, or as a mapping in a config file."""
+    if value is None or isinstance(value, dict):
+        return value or {}
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{flag} must be a JSON object, e.g. '{{\"key\": 1}}'; got {value!r} ({error}).") from None
+    if not isinstance(parsed, dict):
+        raise ValueError(f"{flag} must be a JSON object, got {value!r}.")
+    return parsed
 
 
 @dataclass
@@ -22,10 +36,15 @@ class DataArguments:
         default=None, metadata={"help": "Longest sequence (default: the task preset); longer inputs are an error..."}
     )
     truncation: bool = field(default=False, metadata={"help": "...unless --truncation cuts them to max_length."})
-    task_options: dict[str, Any] | None = field(
-        default=None, metadata={"help": "Extra keyword arguments of the task builder (JSON), e.g. sizes of a generator."}
+    task_options: str | None = field(
+        default=None,
+        metadata={"help": "Extra keyword arguments of the task builder, as JSON (a mapping in a config file), "
+        'e.g. \'{"num_train": 2000, "locality": 0.6}\'.'},
     )
     list_tasks: bool = field(default=False, metadata={"help": "Print the tasks and what each needs on disk, then exit."})
+
+    def __post_init__(self):
+        self.task_options = json_mapping(self.task_options, "--task_options")
 
 
 @dataclass
@@ -57,25 +76,26 @@ class ExperimentArguments:
         default=None, metadata={"help": "SPT checkpoint folder that --mode finetune starts from."}
     )
     seed: int = field(default=0, metadata={"help": "Seed of data generation, init, masking and shuffling."})
-    spt_epochs: float = field(default=30, metadata={"help": "SPT (pretraining) epochs."})
+    spt_epochs: float = field(default=15, metadata={"help": "SPT (pretraining) epochs."})
     spt_learning_rate: float = field(default=1e-3, metadata={"help": "SPT peak learning rate."})
     spt_batch_size: int | None = field(default=None, metadata={"help": "SPT batch size per device (default: preset)."})
     mlm_probability: float | None = field(default=None, metadata={"help": "SPT masking rate (default: preset)."})
     mask_replace_prob: float = field(default=0.8, metadata={"help": "Masked tokens shown as [MASK] (1.0 = pure)."})
     random_replace_prob: float = field(default=0.1, metadata={"help": "Masked tokens shown as a random token."})
-    finetune_epochs: float = field(default=15, metadata={"help": "Fine-tuning epochs (every arm)."})
+    finetune_epochs: float = field(default=4, metadata={"help": "Fine-tuning epochs (every arm)."})
     finetune_learning_rate: float = field(default=1e-3, metadata={"help": "Fine-tuning peak learning rate."})
     finetune_batch_size: int | None = field(default=None, metadata={"help": "Fine-tuning batch size (default: preset)."})
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay, both phases."})
     warmup_steps: float = field(default=0.1, metadata={"help": "Linear warm-up: steps, or a fraction of all steps (<1)."})
     lr_scheduler_type: str = field(default="linear", metadata={"help": "Learning-rate schedule, both phases."})
-    trainer_options: dict[str, Any] | None = field(
+    trainer_options: str | None = field(
         default=None,
         metadata={"help": "Further TrainingArguments for both phases (JSON), e.g. "
         '\'{"bf16": true, "gradient_checkpointing": true, "report_to": "tensorboard"}\'.'},
     )
 
     def __post_init__(self):
+        self.trainer_options = json_mapping(self.trainer_options, "--trainer_options")
         if self.mode not in MODES:
             raise ValueError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODES)}.")
 

@@ -36,7 +36,11 @@ class SptConfig(PreTrainedConfig):
             dropout, PyTorch's SDPA leaves its flash kernel for the slow math kernel.
         classifier_dropout: dropout before the classification layer (`None`: `hidden_dropout_prob`).
         layer_norm_eps: epsilon of every LayerNorm.
-        initializer_range: std of the normal init of linear and embedding weights.
+        initializer_range: std of the normal init of linear weights (and learned position tables).
+        embedding_init_std: std of the normal init of token embeddings. 1.0 puts tokens on the
+            scale of the sinusoids (per-dimension RMS 0.71), as Vaswani et al.'s sqrt(d)-scaled
+            embeddings do; with BERT's 0.02 the positions drown the tokens after the first
+            LayerNorm and SPT spends many epochs on a loss plateau before attention can use tokens.
         pooling: how [`SptForSequenceClassification`] turns token states into one vector:
             `mean` (over real tokens), `max`, `last` (last real token), `cls` (first token) or
             `last_mean` (last token concatenated with the mean, as in Balestriero & Huang).
@@ -61,6 +65,7 @@ class SptConfig(PreTrainedConfig):
     classifier_dropout: float | None = None
     layer_norm_eps: float = 1e-5
     initializer_range: float = 0.02
+    embedding_init_std: float = 1.0
     pooling: str = "mean"
     two_tower: bool = False
     pad_token_id: int | None = 0

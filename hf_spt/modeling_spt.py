@@ -178,10 +178,17 @@ class SptPreTrainedModel(PreTrainedModel):
     _supports_attention_backend = True
 
     def _init_weights(self, module: nn.Module) -> None:
-        """transformers' normal init (std `initializer_range`), plus the fixed position tables."""
+        """transformers' normal init (std `initializer_range`), token embeddings at `embedding_init_std`,
+        and the fixed position tables."""
         super()._init_weights(module)
-        if isinstance(module, SptEmbeddings) and module.position_embedding_type == "sinusoidal":
-            init.copy_(module.sinusoidal_positions, sinusoidal_table(*module.sinusoidal_positions.shape))
+        if isinstance(module, SptEmbeddings):
+            tokens = module.word_embeddings
+            if not getattr(tokens.weight, "_is_hf_initialized", False):
+                init.normal_(tokens.weight, std=self.config.embedding_init_std)
+                if tokens.padding_idx is not None:
+                    init.zeros_(tokens.weight[tokens.padding_idx])
+            if module.position_embedding_type == "sinusoidal":
+                init.copy_(module.sinusoidal_positions, sinusoidal_table(*module.sinusoidal_positions.shape))
         elif isinstance(module, SptModel):
             if module.rotary_inv_freq is not None:
                 init.copy_(module.rotary_inv_freq, rotary_inverse_frequencies(module.head_dim, self.config.rope_theta))

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from datasets import Dataset
+from accelerate import PartialState
 from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -58,7 +58,7 @@ def fit_lengths(task: Task, max_length: int, truncation: bool) -> Task:
 
 def prepare_task(data_args: DataArguments, seed: int) -> Task:
     """Load the task named in `data_args` and make its sequences fit the model."""
-    task = load_task(data_args.task, data_dir=data_args.data_dir, seed=seed, **(data_args.task_options or {}))
+    task = load_task(data_args.task, data_dir=data_args.data_dir, seed=seed, **data_args.task_options)
     max_length = data_args.max_length or task.preset.max_length
     task.preset.max_length = max_length
     return fit_lengths(task, max_length, data_args.truncation)
@@ -102,7 +102,7 @@ def _trainer_kwargs(exp: ExperimentArguments, output_dir: Path, epochs: float, l
         warmup_steps=exp.warmup_steps,
         lr_scheduler_type=exp.lr_scheduler_type,
     )
-    kwargs.update(exp.trainer_options or {})
+    kwargs.update(exp.trainer_options)
     return kwargs
 
 
@@ -221,13 +221,12 @@ def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: Ex
         arms.append(arm)
     if exp.mode in ("compare", "scratch"):
         arms.insert(0, finetune(task, config, exp, output_dir / "scratch", "scratch"))
-    extra = {"mode": exp.mode, "seed": exp.seed, "model": config.to_diff_dict() | {"model_type": "spt"},
+    state = PartialState()
+    extra = {"mode": exp.mode, "seed": exp.seed, "world_size": state.num_processes, "model": config.to_diff_dict() | {"model_type": "spt"},
              "experiment": asdict(exp), "data": asdict(data_args)}
     if pretrain_result is not None:
         extra["pretrain"] = pretrain_result
-    from accelerate import PartialState
-
-    if PartialState().is_main_process:
+    if state.is_main_process:
         write_results(output_dir, task.name, arms, extra)
     return {"task": task.name, "arms": arms, **extra}
 

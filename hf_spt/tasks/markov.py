@@ -52,9 +52,9 @@ def load_markov(
     num_validation: int = 500,
     num_test: int = 1000,
     length: int = 100,
-    num_symbols: int = 16,
+    num_symbols: int = 32,
     steps: tuple[int, ...] = (1, 3),
-    locality: float = 0.5,
+    locality: float = 0.8,
 ) -> Task:
     """Generate the task; `seed` fixes the data. `data_dir` is unused (nothing on disk)."""
     rng = np.random.default_rng(seed)

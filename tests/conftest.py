@@ -1,0 +1,45 @@
+"""Shared fixtures: tiny configs (transformers' test sizes) and an offline Hub."""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import hf_spt  # noqa: E402,F401  (registers the Auto classes)
+from hf_spt import SptConfig  # noqa: E402
+
+torch.set_num_threads(2)
+
+
+def tiny_config(**overrides) -> SptConfig:
+    """vocab 99, hidden 32, 2 layers, 4 heads: transformers' tiny test size."""
+    values = dict(
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        num_labels=3,
+    )
+    values.update(overrides)
+    return SptConfig(**values)
+
+
+@pytest.fixture
+def config() -> SptConfig:
+    return tiny_config()
+
+
+def random_batch(batch: int = 3, length: int = 12, vocab: int = 99, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Token ids above the special range, right-padded to different lengths."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(4, vocab, (batch, length), generator=generator)
+    mask = torch.ones(batch, length, dtype=torch.long)
+    for row in range(1, batch):
+        mask[row, length - 2 * row :] = 0
+    ids = ids.masked_fill(mask == 0, 0)
+    return {"input_ids": ids, "attention_mask": mask}

@@ -1,0 +1,56 @@
+"""SPT masking and classification padding."""
+
+import torch
+
+from hf_spt.collator import DataCollatorForClassification, DataCollatorForSpt
+from hf_spt.tokenization_spt import build_word_tokenizer
+
+SYMBOLS = [f"s{i}" for i in range(20)]
+
+
+def _features(tokenizer, rows=64, length=50):
+    generator = torch.Generator().manual_seed(0)
+    return [
+        {"input_ids": [tokenizer.cls_token_id] + torch.randint(4, 24, (length - 3 * (i % 5),), generator=generator).tolist()}
+        for i in range(rows)
+    ]
+
+
+def test_masking_rate_labels_and_special_tokens():
+    tokenizer = build_word_tokenizer(SYMBOLS)
+    collator = DataCollatorForSpt(tokenizer, mlm_probability=0.5, seed=0)
+    original = _features(tokenizer)
+    batch = collator([dict(f) for f in original])
+    inputs, labels = batch["input_ids"], batch["labels"]
+    special = torch.isin(torch.nn.utils.rnn.pad_sequence(
+        [torch.tensor(f["input_ids"]) for f in original], batch_first=True), torch.tensor([0, 1, 2, 3]))
+    masked = labels != -100
+    assert not (masked & special).any(), "special tokens (CLS, padding) are never masked"
+    rate = masked.sum() / (~special).sum()
+    assert 0.45 < rate < 0.55
+    shown_as_mask = inputs == tokenizer.mask_token_id
+    assert (shown_as_mask <= masked).all()
+    assert 0.75 < shown_as_mask.sum() / masked.sum() < 0.85
+    replaced = masked & ~shown_as_mask
+    assert not torch.isin(inputs[replaced], torch.tensor([0, 1, 2, 3])).any(), "random tokens are never special"
+
+
+def test_pure_mask_mode_shows_every_masked_token_as_mask():
+    tokenizer = build_word_tokenizer(SYMBOLS)
+    collator = DataCollatorForSpt(tokenizer, mlm_probability=0.3, mask_replace_prob=1.0, random_replace_prob=0.0, seed=1)
+    batch = collator(_features(tokenizer))
+    masked = batch["labels"] != -100
+    assert (batch["input_ids"][masked] == tokenizer.mask_token_id).all()
+
+
+def test_classification_collator_pads_sequences_and_pairs():
+    tokenizer = build_word_tokenizer(SYMBOLS)
+    collator = DataCollatorForClassification(tokenizer)
+    batch = collator([
+        {"input_ids": [4, 5, 6], "pair_input_ids": [7], "labels": 1},
+        {"input_ids": [4], "pair_input_ids": [7, 8, 9, 10], "labels": 0},
+    ])
+    assert batch["input_ids"].tolist() == [[4, 5, 6], [4, 0, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert batch["pair_input_ids"].shape == (2, 4) and batch["pair_attention_mask"][0].tolist() == [1, 0, 0, 0]
+    assert batch["labels"].tolist() == [1, 0] and batch["labels"].dtype == torch.long
