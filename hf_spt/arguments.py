@@ -62,6 +62,19 @@ class ModelArguments:
         default=0.0, metadata={"help": "Attention dropout; above 0 it disables SDPA's flash kernel."}
     )
     attn_implementation: str = field(default="sdpa", metadata={"help": "sdpa, eager or flash_attention_2."})
+    model_type: str | None = field(
+        default=None, metadata={"help": "Any transformers architecture (bert, roberta, distilbert, gpt2, llama...) "
+                                "built with random weights sized from the task (default: spt)."}
+    )
+    config_name: str | None = field(
+        default=None, metadata={"help": "Folder or Hub id of a config: its architecture, random weights, task vocabulary."}
+    )
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "Folder or Hub id of pretrained weights to start both phases from."}
+    )
+    from_scratch: bool = field(
+        default=False, metadata={"help": "Random weights: with --model_name_or_path, keep its architecture only."}
+    )
 
 
 @dataclass
@@ -88,6 +101,27 @@ class ExperimentArguments:
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay, both phases."})
     warmup_steps: float = field(default=0.1, metadata={"help": "Linear warm-up: steps, or a fraction of all steps (<1)."})
     lr_scheduler_type: str = field(default="linear", metadata={"help": "Learning-rate schedule, both phases."})
+    spt_objective: str = field(
+        default="masked", metadata={"help": "masked (MLM) or causal (next-token prediction; decoder architectures)."}
+    )
+    recipe: str | None = field(
+        default=None, metadata={"help": "balestriero_huang or amos_lra: published settings under every explicit flag."}
+    )
+    optim: str = field(default="adamw_torch", metadata={"help": "Optimizer of both phases (TrainingArguments.optim)."})
+    spt_max_steps: int = field(default=-1, metadata={"help": "SPT steps; above 0 it replaces --spt_epochs."})
+    finetune_max_steps: int = field(default=-1, metadata={"help": "Fine-tuning steps; above 0 it replaces --finetune_epochs."})
+    class_weights: str = field(
+        default="none", metadata={"help": "Fine-tuning class weights: none, balanced, or comma-separated numbers."}
+    )
+    token_weighting: str = field(
+        default="none", metadata={"help": "SPT loss weights: none, or inverse_frequency (counted on training inputs)."}
+    )
+    push_to_hub: bool = field(
+        default=False, metadata={"help": "Push each phase's final model, tokenizer, config and card to the Hub."}
+    )
+    hub_model_id: str | None = field(
+        default=None, metadata={"help": "Hub repo prefix: phases go to HUB_MODEL_ID-pretrain, -spt, -scratch."}
+    )
     trainer_options: str | None = field(
         default=None,
         metadata={"help": "Further TrainingArguments for both phases (JSON), e.g. "

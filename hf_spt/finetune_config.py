@@ -26,6 +26,9 @@ class FinetuneTrainingArguments(TrainingArguments):
     greater_is_better: bool = field(default=True, metadata={"help": "Higher accuracy is better."})
     save_total_limit: int | None = field(default=2, metadata={"help": "Checkpoints kept (the best is always kept)."})
     learning_rate: float = field(default=1e-3, metadata={"help": "AdamW peak learning rate (Amos et al. grid)."})
+    class_weights: list[float] | None = field(
+        default=None, metadata={"help": "Per-class loss weights for unbalanced single-label data (None: unweighted)."}
+    )
 
 
 __all__ = ["FinetuneTrainingArguments"]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 from datasets import Dataset
 from transformers import EvalPrediction, PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
 from .collator import DataCollatorForClassification
 from .finetune_config import FinetuneTrainingArguments
+from .loss_weighting import weighted_class_loss
+from .model_card import ModelCardMixin
 
 
 def classification_metrics(prediction: EvalPrediction) -> dict[str, float]:
@@ -22,7 +25,7 @@ def classification_metrics(prediction: EvalPrediction) -> dict[str, float]:
     return {"mse": float(np.mean((logits.reshape(labels.shape) - labels) ** 2))}
 
 
-class FinetuneTrainer(Trainer):
+class FinetuneTrainer(ModelCardMixin, Trainer):
     """`Trainer` for classification: padding collator and accuracy metrics by default."""
 
     def __init__(
@@ -50,6 +53,22 @@ class FinetuneTrainer(Trainer):
             compute_metrics=compute_metrics,
             **kwargs,
         )
+        self.class_weights = None if args.class_weights is None else torch.tensor(args.class_weights)
+        if self.class_weights is not None and len(self.class_weights) != model.config.num_labels:
+            raise ValueError(
+                f"class_weights has {len(self.class_weights)} entries but the model has {model.config.num_labels} labels."
+            )
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """The model's loss, or with `class_weights` the class-weighted cross-entropy (same forward pass)."""
+        labels = inputs.get("labels")
+        loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
+        if self.class_weights is not None and labels is not None:
+            if labels.dim() != 1 or labels.is_floating_point():
+                raise ValueError("class_weights apply to single-label classification only (integer labels, one per row).")
+            loss = weighted_class_loss(outputs["logits"], labels, self.class_weights)
+            self.loss_is_scaled_for_ga = False  # a per-batch weighted mean: the Trainer divides it for accumulation
+        return (loss, outputs) if return_outputs else loss
 
 
 __all__ = ["FinetuneTrainer", "classification_metrics"]

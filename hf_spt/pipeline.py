@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,21 @@ from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from .arguments import DataArguments, ExperimentArguments, ModelArguments
-from .checkpoints import resolve_model_folder
+from .backbone_classifier import BackboneClassifierConfig
+from .backbones import (
+    build_backbone_config,
+    classification_model,
+    pretraining_collator,
+    pretraining_model,
+    starting_weights,
+    uses_spt_model,
+)
 from .configuration_spt import SptConfig
 from .finetune_config import FinetuneTrainingArguments
 from .finetune_trainer import FinetuneTrainer
-from .modeling_spt import SptForMaskedLM, SptForSequenceClassification
+from .hub import check_hub_ready
+from .loss_weighting import class_weights
+from .model_card import SptModelCardData, phase_card_data
 from .spt_config import SptTrainingArguments
 from .spt_trainer import SptTrainer
 from .tasks import Task, load_task
@@ -64,8 +74,13 @@ def prepare_task(data_args: DataArguments, seed: int) -> Task:
     return fit_lengths(task, max_length, data_args.truncation)
 
 
-def build_config(task: Task, model_args: ModelArguments) -> SptConfig:
-    """SptConfig from the task preset, with every explicitly given model argument on top."""
+def build_config(task: Task, model_args: ModelArguments) -> SptConfig | BackboneClassifierConfig:
+    """SptConfig from the task preset, with every explicitly given model argument on top.
+
+    With --model_type/--config_name/--model_name_or_path: that architecture (see `backbones`).
+    """
+    if not uses_spt_model(model_args):
+        return build_backbone_config(task, model_args)
     sizes = dict(task.preset.model)
     for name in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "pooling"):
         if getattr(model_args, name) is not None:
@@ -90,7 +105,9 @@ def build_config(task: Task, model_args: ModelArguments) -> SptConfig:
     return config
 
 
-def _trainer_kwargs(exp: ExperimentArguments, output_dir: Path, epochs: float, lr: float, batch: int) -> dict[str, Any]:
+def _trainer_kwargs(
+    exp: ExperimentArguments, output_dir: Path, epochs: float, lr: float, batch: int, max_steps: int = -1
+) -> dict[str, Any]:
     kwargs = dict(
         output_dir=str(output_dir),
         seed=exp.seed,
@@ -101,6 +118,11 @@ def _trainer_kwargs(exp: ExperimentArguments, output_dir: Path, epochs: float, l
         weight_decay=exp.weight_decay,
         warmup_steps=exp.warmup_steps,
         lr_scheduler_type=exp.lr_scheduler_type,
+        optim=exp.optim,
+        max_steps=max_steps,
+        push_to_hub=exp.push_to_hub,  # the final model only (hub_strategy="end"), to HUB_MODEL_ID-<phase>
+        hub_model_id=f"{exp.hub_model_id}-{output_dir.name}" if exp.push_to_hub else None,
+        hub_strategy="end",
     )
     kwargs.update(exp.trainer_options)
     return kwargs
@@ -117,60 +139,67 @@ def _train(trainer, folder: Path) -> None:
     trainer.train(resume_from_checkpoint=last)
 
 
-def _finish(trainer, folder: Path, result: dict[str, Any]) -> dict[str, Any]:
+def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardData | None = None) -> dict[str, Any]:
+    if card is not None:  # the card gets the phase's metrics; with --push_to_hub, save_model pushes it too
+        trainer.model_card_data = replace(card, metrics={k: v for k, v in result.items() if isinstance(v, float)})
     trainer.save_model(str(folder))
     if trainer.is_world_process_zero():
         (folder / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
+        if card is not None:
+            trainer.create_model_card()
         (folder / PHASE_RESULT_NAME).write_text(json.dumps(result, indent=1))
     return result
 
 
-def pretrain(task: Task, config: SptConfig, exp: ExperimentArguments, folder: Path) -> dict[str, Any]:
-    """SPT phase: MLM on the task's training inputs; keeps the best-validation model in `folder`."""
+def pretrain(
+    task: Task, config: SptConfig | BackboneClassifierConfig, exp: ExperimentArguments, folder: Path,
+    init_from: str | Path | None = None,
+) -> dict[str, Any]:
+    """SPT phase: MLM (or next-token prediction) on the task's training inputs, from random init or
+    `init_from`'s weights; keeps the best-validation model in `folder`."""
     if (done := _finished(folder)) is not None:
         return done
     set_seed(exp.seed)
-    model = SptForMaskedLM(config)
+    model = pretraining_model(config, exp.spt_objective, init_from)
     args = SptTrainingArguments(
         mlm_probability=exp.mlm_probability or task.preset.mlm_probability,
         mask_replace_prob=exp.mask_replace_prob,
         random_replace_prob=exp.random_replace_prob,
-        **_trainer_kwargs(exp, folder, exp.spt_epochs, exp.spt_learning_rate, exp.spt_batch_size or task.preset.batch_size),
+        token_weighting=exp.token_weighting,
+        **_trainer_kwargs(exp, folder, exp.spt_epochs, exp.spt_learning_rate, exp.spt_batch_size or task.preset.batch_size,
+                          exp.spt_max_steps),
     )
     trainer = SptTrainer(
-        model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
+        model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
+        data_collator=pretraining_collator(task.tokenizer, exp.spt_objective),
     )
     start = time.perf_counter()
     _train(trainer, folder)
     metrics = trainer.evaluate()
+    card = phase_card_data(task, config, exp, "pretrain", args, init_from, spt_epochs=trainer.state.epoch,
+                           extra_training={"token_weighting": exp.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
-                                     "seconds": time.perf_counter() - start})
+                                     "epochs": trainer.state.epoch, "seconds": time.perf_counter() - start}, card)
 
 
 def finetune(
     task: Task,
-    config: SptConfig,
+    config: SptConfig | BackboneClassifierConfig,
     exp: ExperimentArguments,
     folder: Path,
     arm: str,
     init_from: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Fine-tune a classifier (from `init_from`'s SPT weights, or from scratch) and test its best checkpoint."""
+    """Fine-tune a classifier (from `init_from`'s SPT or pretrained weights, or from scratch) and test its
+    best checkpoint."""
     if (done := _finished(folder)) is not None:
         return done
     set_seed(exp.seed)
-    if init_from is None:
-        model = SptForSequenceClassification(config)
-    else:
-        source = resolve_model_folder(init_from)
-        heads = dict(num_labels=config.num_labels, id2label=config.id2label, label2id=config.label2id,
-                     pooling=config.pooling, two_tower=config.two_tower)
-        model = SptForSequenceClassification.from_pretrained(
-            source, attn_implementation=config._attn_implementation, **heads
-        )
+    model = classification_model(config, init_from)
     args = FinetuneTrainingArguments(
+        class_weights=class_weights(exp.class_weights, task.dataset["train"]["labels"], config.num_labels),
         **_trainer_kwargs(exp, folder, exp.finetune_epochs, exp.finetune_learning_rate,
-                          exp.finetune_batch_size or task.preset.batch_size)
+                          exp.finetune_batch_size or task.preset.batch_size, exp.finetune_max_steps)
     )
     trainer = FinetuneTrainer(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
@@ -182,7 +211,10 @@ def finetune(
     result = {"arm": arm, "init_from": str(init_from) if init_from else None,
               "seconds": time.perf_counter() - start}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "loss", "mse"))})
-    return _finish(trainer, folder, result)
+    source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
+    card = phase_card_data(task, config, exp, arm, args, init_from, spt_epochs=(source_phase or {}).get("epochs"),
+                           extra_training={"class_weights": exp.class_weights})
+    return _finish(trainer, folder, result, card)
 
 
 def results_table(task_name: str, arms: list[dict[str, Any]]) -> str:
@@ -206,12 +238,15 @@ def write_results(output_dir: Path, task_name: str, arms: list[dict[str, Any]], 
 def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments) -> dict[str, Any]:
     """Run the phases `exp.mode` asks for and return (and write, on the main process) the results."""
     output_dir = Path(exp.output_dir)
+    if exp.push_to_hub:
+        check_hub_ready(exp.hub_model_id)  # fail now, not after training
     task = prepare_task(data_args, exp.seed)
     config = build_config(task, model_args)
+    start_weights = starting_weights(model_args)
     arms: list[dict[str, Any]] = []
     pretrain_result = None
     if exp.mode in ("compare", "spt"):
-        pretrain_result = pretrain(task, config, exp, output_dir / "pretrain")
+        pretrain_result = pretrain(task, config, exp, output_dir / "pretrain", init_from=start_weights)
     if exp.mode in ("compare", "finetune"):
         init_from = exp.init_from or output_dir / "pretrain"
         arm = finetune(task, config, exp, output_dir / "spt", "spt", init_from=init_from)
@@ -220,9 +255,10 @@ def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: Ex
                    "seconds": arm["seconds"] + pretrain_result["seconds"]}
         arms.append(arm)
     if exp.mode in ("compare", "scratch"):
-        arms.insert(0, finetune(task, config, exp, output_dir / "scratch", "scratch"))
+        arms.insert(0, finetune(task, config, exp, output_dir / "scratch", "scratch", init_from=start_weights))
     state = PartialState()
-    extra = {"mode": exp.mode, "seed": exp.seed, "world_size": state.num_processes, "model": config.to_diff_dict() | {"model_type": "spt"},
+    extra = {"mode": exp.mode, "seed": exp.seed, "world_size": state.num_processes,
+             "model": config.to_diff_dict() | {"model_type": config.model_type},
              "experiment": asdict(exp), "data": asdict(data_args)}
     if pretrain_result is not None:
         extra["pretrain"] = pretrain_result

@@ -37,6 +37,10 @@ class SptTrainingArguments(TrainingArguments):
     save_total_limit: int | None = field(default=2, metadata={"help": "Checkpoints kept (the best is always kept)."})
     prediction_loss_only: bool = field(default=True, metadata={"help": "Evaluation computes the loss only."})
     learning_rate: float = field(default=1e-3, metadata={"help": "AdamW peak learning rate (Amos et al. grid)."})
+    token_weighting: str = field(
+        default="none",
+        metadata={"help": "none, or inverse_frequency: weight each token id's loss by 1/its count in the training inputs."},
+    )
 
 
 __all__ = ["SptTrainingArguments"]

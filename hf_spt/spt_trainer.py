@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import torch
 from datasets import Dataset, concatenate_datasets
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
 from .collator import DataCollatorForSpt
+from .loss_weighting import TOKEN_WEIGHTING, inverse_frequency_token_weights, weighted_token_loss
+from .model_card import ModelCardMixin
 from .spt_config import SptTrainingArguments
 
 def inputs_only(dataset: Dataset) -> Dataset:
@@ -17,7 +20,7 @@ def inputs_only(dataset: Dataset) -> Dataset:
     return inputs
 
 
-class SptTrainer(Trainer):
+class SptTrainer(ModelCardMixin, Trainer):
     """`Trainer` for masked-token self-pretraining.
 
     Drops label columns from the datasets and builds a `DataCollatorForSpt` from the arguments'
@@ -55,6 +58,25 @@ class SptTrainer(Trainer):
             data_collator=data_collator,
             **kwargs,
         )
+        self.token_weights = self._token_weights(args, train_dataset, processing_class, model)
+
+    @staticmethod
+    def _token_weights(args, train_dataset: Dataset, tokenizer, model) -> torch.Tensor | None:
+        if args.token_weighting not in TOKEN_WEIGHTING:
+            raise ValueError(f"Unknown token_weighting {args.token_weighting!r}; choose one of {', '.join(TOKEN_WEIGHTING)}.")
+        if args.token_weighting == "none":
+            return None
+        return inverse_frequency_token_weights(train_dataset["input_ids"], model.config.get_text_config().vocab_size)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """The model's LM loss, or with `token_weighting` its token-weighted mean (from the same forward pass)."""
+        labels = inputs.get("labels")
+        loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
+        if self.token_weights is not None and labels is not None:
+            causal = not getattr(self.data_collator, "mlm", True)
+            loss = weighted_token_loss(outputs["logits"], labels, self.token_weights, shift=causal)
+            self.loss_is_scaled_for_ga = False  # a per-batch weighted mean: the Trainer divides it for accumulation
+        return (loss, outputs) if return_outputs else loss
 
 
 __all__ = ["SptTrainer", "inputs_only"]

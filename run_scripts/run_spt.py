@@ -13,6 +13,12 @@ Usage:
     python run_scripts/run_spt.py --config_file my_run.yaml --seed 3
 
     python run_scripts/run_spt.py --list_tasks
+
+    # any transformers backbone, from scratch or pretrained; causal SPT for decoders; published recipes
+    python run_scripts/run_spt.py --model_type bert --from_scratch --output_dir runs/bert
+    python run_scripts/run_spt.py --model_type gpt2 --from_scratch --spt_objective causal --output_dir runs/gpt2
+    python run_scripts/run_spt.py --mode scratch --model_name_or_path path/to/pretrained --output_dir runs/pre
+    python run_scripts/run_spt.py --recipe balestriero_huang --mode scratch --model_type llama --from_scratch
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from transformers import HfArgumentParser
 
 from hf_spt.arguments import DataArguments, ExperimentArguments, ModelArguments
 from hf_spt.pipeline import results_table, run_experiment
+from hf_spt.recipes import recipe_defaults
 from hf_spt.tasks import list_tasks
 
 ARGUMENT_CLASSES = (DataArguments, ModelArguments, ExperimentArguments)
@@ -32,6 +39,7 @@ ARGUMENT_CLASSES = (DataArguments, ModelArguments, ExperimentArguments)
 def parse_arguments(argv: list[str]) -> tuple[DataArguments, ModelArguments, ExperimentArguments]:
     """Parse flags, with `--config_file FILE` (JSON or YAML) supplying defaults first."""
     parser = HfArgumentParser(ARGUMENT_CLASSES)
+    defaults: dict = {}
     if "--config_file" in argv:
         index = argv.index("--config_file")
         path = argv[index + 1]
@@ -47,7 +55,8 @@ def parse_arguments(argv: list[str]) -> tuple[DataArguments, ModelArguments, Exp
         unknown = sorted(set(defaults) - known)
         if unknown:
             raise ValueError(f"{path}: unknown settings {unknown}; run with --help for the valid names.")
-        parser.set_defaults(**defaults)
+    # a --recipe supplies defaults below the config file's and the flags'
+    parser.set_defaults(**recipe_defaults(argv, defaults, DataArguments.task))
     return parser.parse_args_into_dataclasses(args=argv)
 
 

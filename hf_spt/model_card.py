@@ -1,0 +1,215 @@
+"""Model cards of saved hf_spt models: Hub metadata plus the SPT provenance of the weights.
+
+`SptModelCardData` holds what a reader of a checkpoint needs to trust and reuse it: where the
+weights came from (random init, an SPT checkpoint, a pretrained model), what the SPT phase read
+and for how long, which parts were transplanted or frozen (`None` = not recorded, `[]` =
+nothing), and the run's results. `model_card` renders it into
+`hf_spt/model_cards/spt_model_card_template.md` with `huggingface_hub.ModelCard`; the YAML
+header (library, tags, data set, metrics as a `model-index`) is what the Hub indexes, and
+`ModelCard.load` reads it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from transformers import PreTrainedConfig, TrainingArguments
+
+from .arguments import ExperimentArguments
+from .tasks import Task
+
+TEMPLATE_PATH = Path(__file__).parent / "model_cards" / "spt_model_card_template.md"
+MODEL_CARD_NAME = "README.md"
+PHASES = ("pretrain", "spt", "scratch")
+METRIC_NAMES = ("accuracy", "loss", "mse")
+PRETRAINING_TASKS = {"masked": "masked-token reconstruction (loss on the masked positions only)",
+                     "causal": "next-token prediction"}
+TRAINING_SETTINGS = ("learning_rate", "per_device_train_batch_size", "num_train_epochs", "max_steps", "optim",
+                     "lr_scheduler_type", "warmup_steps", "weight_decay")
+PIPELINE_TAGS = {"masked": "fill-mask", "causal": "text-generation", None: "text-classification"}
+AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalLM", None: "AutoModelForSequenceClassification"}
+
+
+def installed_versions() -> dict[str, str]:
+    """Versions of the libraries that wrote the model (rendered under "Framework versions")."""
+    from . import __version__
+
+    return {"hf_spt": __version__, **{name: metadata.version(name) for name in ("transformers", "torch", "huggingface_hub")}}
+
+
+def _listed(parts: list[str] | None) -> str:
+    if parts is None:
+        return "not recorded"
+    return ", ".join(parts) if parts else "nothing"
+
+
+@dataclass
+class SptModelCardData:
+    """What the card of one saved phase says. `metrics` are the phase's final metrics (eval_*/test_*)."""
+
+    model_name: str
+    phase: str
+    task_name: str
+    architecture: str
+    objective: str | None = None  # SPT objective behind these weights ("masked"/"causal"); None: no SPT
+    init_from: str | None = None
+    base_model: str | None = None  # a Hub id the weights derive from (metadata `base_model`); local folders stay out
+    pretraining_data: str | None = None
+    pretraining_task: str | None = None
+    spt_epochs: float | None = None
+    mlm_probability: float | None = None
+    transplanted: list[str] | None = None
+    frozen: list[str] | None = None
+    seed: int = 0
+    metrics: dict[str, float] = field(default_factory=dict)
+    training: dict[str, Any] = field(default_factory=dict)
+    hub_model_id: str | None = None
+    versions: dict[str, str] = field(default_factory=installed_versions)
+
+    def __post_init__(self):
+        if self.phase not in PHASES:
+            raise ValueError(f"Unknown phase {self.phase!r}; choose one of {', '.join(PHASES)}.")
+
+    @property
+    def pipeline_tag(self) -> str:
+        return PIPELINE_TAGS[self.objective if self.phase == "pretrain" else None]
+
+    def eval_results(self) -> list[EvalResult]:
+        """One model-index entry per reported metric (`eval_*` = validation split, `test_*` = test split)."""
+        results = []
+        for key, value in sorted(self.metrics.items()):
+            split, _, name = key.partition("_")
+            if split not in ("eval", "test") or name not in METRIC_NAMES:
+                continue
+            results.append(EvalResult(
+                task_type=self.pipeline_tag, dataset_type=self.task_name, dataset_name=self.task_name,
+                dataset_split="validation" if split == "eval" else "test", metric_type=name, metric_value=float(value),
+            ))
+        return results
+
+    def to_card_data(self) -> ModelCardData:
+        """The YAML header: library, tags, data set, metrics (model-index) and the SPT provenance."""
+        return ModelCardData(
+            library_name="transformers",
+            model_name=self.model_name,
+            pipeline_tag=self.pipeline_tag,
+            tags=["hf_spt", "self-pretraining", self.phase, self.architecture],
+            datasets=[self.task_name],
+            metrics=sorted({r.metric_type for r in self.eval_results()}) or None,
+            base_model=self.base_model,
+            eval_results=self.eval_results() or None,
+            spt={"phase": self.phase, "init_from": self.init_from, "objective": self.objective,
+                 "pretraining_data": self.pretraining_data, "pretraining_task": self.pretraining_task,
+                 "spt_epochs": self.spt_epochs, "mlm_probability": self.mlm_probability,
+                 "transplanted": self.transplanted, "frozen": self.frozen, "seed": self.seed},
+        )
+
+    def results_table(self) -> str:
+        rows = [(key.partition("_")[0], key.partition("_")[2], value) for key, value in sorted(self.metrics.items())
+                if key.partition("_")[0] in ("eval", "test") and key.partition("_")[2] in METRIC_NAMES]
+        if not rows:
+            return "No metrics recorded."
+        lines = ["| split | metric | value |", "|---|---|---|"]
+        lines += [f"| {'validation' if split == 'eval' else 'test'} | {name} | {value:.4f} |" for split, name, value in rows]
+        return "\n".join(lines)
+
+    def training_table(self) -> str:
+        if not self.training:
+            return "Not recorded."
+        return "\n".join(["| setting | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(self.training.items())])
+
+    def template_context(self) -> dict[str, Any]:
+        """Everything the template reads besides `card_data`."""
+        kind = "self-pretrained (SPT phase)" if self.phase == "pretrain" else "sequence classifier"
+        start = f"from `{self.init_from}`" if self.init_from else "from random initialisation"
+        return {
+            "model_name": self.model_name, "phase": self.phase, "task_name": self.task_name,
+            "architecture": self.architecture, "init_from": self.init_from, "seed": self.seed,
+            "summary": f"`{self.architecture}` {kind} for the task `{self.task_name}`, trained {start} with hf_spt "
+            "(self-pretraining on the task's own inputs, then fine-tuning on its labels).",
+            "pretraining_data": self.pretraining_data, "pretraining_task": self.pretraining_task,
+            "spt_epochs_text": "n/a" if self.spt_epochs is None else f"{self.spt_epochs:g}",
+            "mlm_probability_text": "n/a" if self.mlm_probability is None else f"{self.mlm_probability:g}",
+            "transplanted_text": _listed(self.transplanted), "frozen_text": _listed(self.frozen),
+            "results_table": self.results_table(), "training_table": self.training_table(),
+            "auto_class": AUTO_CLASSES[self.objective if self.phase == "pretrain" else None],
+            "load_path": self.hub_model_id or "path/to/this/folder", "versions": self.versions,
+        }
+
+
+def model_card(data: SptModelCardData, template_path: str | Path = TEMPLATE_PATH) -> ModelCard:
+    """Render the card (metadata header + Markdown body) from the template."""
+    return ModelCard.from_template(data.to_card_data(), template_path=str(template_path), **data.template_context())
+
+
+def write_model_card(data: SptModelCardData, folder: str | Path) -> Path:
+    """Write the card as `folder/README.md` (the file the Hub shows and `ModelCard.load` reads)."""
+    path = Path(folder) / MODEL_CARD_NAME
+    model_card(data).save(path)
+    return path
+
+
+def phase_card_data(
+    task: Task,
+    config: PreTrainedConfig,
+    exp: ExperimentArguments,
+    phase: str,
+    args: TrainingArguments,
+    init_from: str | Path | None = None,
+    spt_epochs: float | None = None,
+    extra_training: dict[str, Any] | None = None,
+) -> SptModelCardData:
+    """Card data of one pipeline phase (metrics are filled in when the phase ends).
+
+    `phase` is "pretrain" or a fine-tuning arm; `init_from` the weights it started from;
+    `spt_epochs` the epochs the SPT phase behind these weights ran (None: no SPT, or unknown).
+    Nothing is frozen by the pipeline; everything but a new head comes from `init_from`.
+    """
+    backbone = getattr(config, "backbone", None) or config
+    had_spt = phase in ("pretrain", "spt")
+    objective = exp.spt_objective if had_spt else None
+    init = str(init_from) if init_from is not None else None
+    training = {name: getattr(args, name) for name in TRAINING_SETTINGS}
+    training.update(extra_training or {})
+    return SptModelCardData(
+        model_name=f"{task.name}-{phase}",
+        phase=phase,
+        task_name=task.name,
+        architecture=backbone.model_type,
+        objective=objective,
+        init_from=init,
+        base_model=init if init and not Path(init).exists() else None,
+        pretraining_data=f"the training inputs of task {task.name} ({len(task.dataset['train'])} rows, labels unused)"
+        if had_spt else None,
+        pretraining_task=PRETRAINING_TASKS[objective] if objective else None,
+        spt_epochs=spt_epochs if had_spt else None,
+        mlm_probability=(exp.mlm_probability or task.preset.mlm_probability) if objective == "masked" else None,
+        transplanted=[f"all weights of {init} except the task head"] if init else [],
+        frozen=[],
+        seed=exp.seed,
+        training=training,
+        hub_model_id=f"{exp.hub_model_id}-{phase}" if exp.push_to_hub and exp.hub_model_id else None,
+    )
+
+
+class ModelCardMixin:
+    """Trainer mixin: `create_model_card` (called by `Trainer.push_to_hub`) writes the SPT card.
+
+    Set `trainer.model_card_data` before saving; without it the Trainer's own card is written.
+    """
+
+    model_card_data: SptModelCardData | None = None
+
+    def create_model_card(self, **kwargs: Any) -> None:
+        if self.model_card_data is None:
+            return super().create_model_card(**kwargs)
+        if self.is_world_process_zero():
+            write_model_card(self.model_card_data, self.args.output_dir)
+
+
+__all__ = ["SptModelCardData", "ModelCardMixin", "phase_card_data", "model_card", "write_model_card",
+           "installed_versions", "TEMPLATE_PATH", "MODEL_CARD_NAME"]

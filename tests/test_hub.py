@@ -1,0 +1,39 @@
+"""--push_to_hub fails before any training when the Hub cannot be used, with a message naming the fix."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from tiny_backbone_runs import tiny_arguments
+
+import hf_spt.hub as hub
+from hf_spt.hub import HubNotReadyError, check_hub_ready
+from hf_spt.pipeline import run_experiment
+
+
+def test_offline_push_fails_fast_before_training(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    data_args, model_args, exp = tiny_arguments(tmp_path / "run", push_to_hub=True, hub_model_id="me/markov")
+    start = time.perf_counter()
+    with pytest.raises(HubNotReadyError, match="HF_HUB_OFFLINE is set"):
+        run_experiment(data_args, model_args, exp)
+    assert time.perf_counter() - start < 30  # generous bound: the check makes no network call offline
+    assert not (tmp_path / "run").exists()  # nothing was trained or written
+
+
+def test_push_needs_a_repo_id_and_a_token(monkeypatch):
+    with pytest.raises(HubNotReadyError, match="needs --hub_model_id"):
+        check_hub_ready(None)
+    monkeypatch.setattr(hub, "hub_offline", lambda: False)
+    monkeypatch.setattr(hub, "get_token", lambda: None)
+    with pytest.raises(HubNotReadyError, match="hf auth login"):
+        check_hub_ready("me/markov")
+
+
+def test_unreachable_hub_fails_within_the_timeout(monkeypatch):
+    monkeypatch.setattr(hub, "hub_offline", lambda: False)
+    monkeypatch.setattr(hub, "get_token", lambda: "hf_fake")
+    monkeypatch.setattr(hub.constants, "ENDPOINT", "http://127.0.0.1:9")  # discard port: nothing listens
+    with pytest.raises(HubNotReadyError, match="did not answer"):
+        check_hub_ready("me/markov", timeout=1.0)
