@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
+from datasets.arrow_writer import SchemaInferenceError
+from datasets.exceptions import DatasetGenerationError
 from transformers import PreTrainedTokenizerBase
 
 from ..tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
@@ -42,9 +44,16 @@ def file_fingerprint(path: Path) -> str:
 
 def rows_to_dataset(read: Callable[..., Iterator[dict[str, Any]]], path: Path, cache_dir: str | None, **kwargs: Any) -> Dataset:
     """`Dataset.from_generator(read, path=..., ...)`, cached by the file's fingerprint; errors if no rows."""
-    dataset = Dataset.from_generator(
-        read, gen_kwargs=dict(path=str(path), fingerprint=file_fingerprint(path), **kwargs), cache_dir=cache_dir
-    )
+    try:
+        dataset = Dataset.from_generator(
+            read, gen_kwargs=dict(path=str(path), fingerprint=file_fingerprint(path), **kwargs), cache_dir=cache_dir
+        )
+    except DatasetGenerationError as error:  # unwrap our own message (file and line) from datasets' wrapper
+        if isinstance(error.__cause__, (DataFormatError, FileNotFoundError)):
+            raise error.__cause__ from None
+        if isinstance(error.__cause__, SchemaInferenceError):  # the reader yielded no row
+            raise DataFormatError(f"{path} holds no examples (an empty split).") from None
+        raise
     if len(dataset) == 0:
         raise DataFormatError(f"{path} holds no examples (an empty split).")
     return dataset

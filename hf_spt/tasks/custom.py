@@ -35,12 +35,18 @@ def read_files(files: dict[str, str], cache_dir: str | None) -> DatasetDict:
         raise DataFormatError(f"Custom data files must share one extension among {sorted(BUILDERS)}; got {sorted(suffixes)}.")
     suffix = suffixes.pop()
     options = {"delimiter": "\t"} if suffix == ".tsv" else {}
-    try:
-        return load_dataset(BUILDERS[suffix], data_files={s: str(p) for s, p in paths.items()}, cache_dir=cache_dir,
-                            **options)
-    except DatasetGenerationError as error:
-        cause = error.__cause__ or error
-        raise DataFormatError(f"Could not read {', '.join(str(p) for p in paths.values())}: {cause}") from error
+    data = DatasetDict()
+    for split, path in paths.items():
+        try:
+            data[split] = load_dataset(BUILDERS[suffix], data_files=str(path), split="train", cache_dir=cache_dir,
+                                       **options)
+        except DatasetGenerationError as error:
+            raise DataFormatError(f"Could not read {path}: {error.__cause__ or error}") from None
+        except ValueError as error:
+            if "corresponds to no data" not in str(error):
+                raise
+            raise DataFormatError(f"Custom {split} split is empty ({path} holds no rows).") from None
+    return data
 
 
 def label_mapping(train: Dataset, label_column: str, label_names: list[str] | None) -> list[str] | None:
