@@ -44,6 +44,9 @@ class DataArguments:
         "need the same vocabulary (e.g. pathfinder -> image: 256 pixel values; text <-> retrieval: bytes)."}
     )
     pretrain_data_dir: str | None = field(default=None, metadata={"help": "--data_dir of --pretrain_task."})
+    pretrain_task_options: dict[str, Any] | None = field(
+        default=None, metadata={"help": "--task_options of --pretrain_task (JSON)."}
+    )
 
 
 @dataclass

@@ -79,9 +79,10 @@ def prepare_task(data_args: DataArguments, seed: int) -> Task:
 
 def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Task:
     """Cross-task SPT: the `--pretrain_task` inputs, fitted to `task`'s length; its vocabulary must be `task`'s."""
-    source = load_task(data_args.pretrain_task, data_dir=data_args.pretrain_data_dir, seed=seed,
-                       **({"num_proc": data_args.preprocessing_num_workers}
-                          if data_args.preprocessing_num_workers is not None else {}))
+    options = dict(data_args.pretrain_task_options or {})
+    if data_args.preprocessing_num_workers is not None:
+        options["num_proc"] = data_args.preprocessing_num_workers
+    source = load_task(data_args.pretrain_task, data_dir=data_args.pretrain_data_dir, seed=seed, **options)
     if source.tokenizer.get_vocab() != task.tokenizer.get_vocab():
         raise ValueError(
             f"--pretrain_task {source.name!r} has a different vocabulary ({len(source.tokenizer)} tokens) from --task "

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
+from datasets import Dataset, DatasetDict, List, Value, load_dataset, load_from_disk
 from datasets.arrow_writer import SchemaInferenceError
 from datasets.exceptions import DatasetGenerationError
 from transformers import PreTrainedTokenizerBase
@@ -22,6 +22,7 @@ from transformers import PreTrainedTokenizerBase
 from ..tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
 
 PIXEL_VALUES = 256
+TOKEN_IDS = List(Value("int32"))
 
 
 class DataFormatError(ValueError):
@@ -112,7 +113,8 @@ def tokenize_column(
             return {output_column: tokenizer(texts, truncation=False, verbose=False)["input_ids"]}
         return {output_column: tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]}
 
-    return dataset.map(encode, batched=True, num_proc=num_proc, desc=f"tokenizing {column}")
+    encoded = dataset.map(encode, batched=True, num_proc=num_proc, desc=f"tokenizing {column}")
+    return encoded.cast_column(output_column, TOKEN_IDS)  # one id type, whichever the map inferred
 
 
 def build_pixel_tokenizer(num_pixels: int):
