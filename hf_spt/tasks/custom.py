@@ -11,7 +11,6 @@ in the model config's id2label.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_dataset
 from datasets.exceptions import DatasetGenerationError
