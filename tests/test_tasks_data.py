@@ -58,6 +58,16 @@ def test_listops_generates_without_data_dir(tmp_path):
         assert evaluate_listops(task.tokenizer.decode(row["input_ids"])) == row["labels"]
 
 
+def test_numpy_byte_ids_equal_the_byte_tokenizer():
+    from hf_spt.tasks.common import byte_ids
+    from hf_spt.tokenization_spt import build_byte_tokenizer
+
+    tokenizer = build_byte_tokenizer()
+    for text in ("plain ascii", "Ünïcode — 漢字 🙂\ttabs\nlines", ""):
+        assert byte_ids(text, None) == tokenizer(text)["input_ids"]
+        assert byte_ids(text, 5) == tokenizer(text, truncation=True, max_length=5)["input_ids"]
+
+
 def test_text_loads_aclimdb_folder_at_byte_level(tmp_path):
     task = load_task("text", data_dir=str(write_imdb(tmp_path / "aclImdb")), max_length=1000,
                      cache_dir=str(tmp_path / "cache"))

@@ -17,7 +17,7 @@ from datasets.exceptions import DatasetGenerationError
 
 from ..tokenization_spt import build_byte_tokenizer, build_word_tokenizer
 from .common import (DataFormatError, carve_validation, is_saved_dataset, load_saved_dataset, require_path,
-                     tokenize_column)
+                     byte_encode_column)
 from .registry import Task, TaskPreset, register_task
 
 BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -134,9 +134,9 @@ def load_custom(
     dataset = DatasetDict()
     for split, split_data in splits.items():
         if not pretokenized:
-            split_data = tokenize_column(split_data, tokenizer, text_column, "input_ids", max_length, num_proc)
+            split_data = byte_encode_column(split_data, text_column, "input_ids", max_length, num_proc)
             if text_pair_column:
-                split_data = tokenize_column(split_data, tokenizer, text_pair_column, "pair_input_ids", max_length, num_proc)
+                split_data = byte_encode_column(split_data, text_pair_column, "pair_input_ids", max_length, num_proc)
         keep = [c for c in ("input_ids", "pair_input_ids", "labels") if c in split_data.column_names]
         dataset[split] = split_data.select_columns(keep)
     longest = max(len(ids) for data in dataset.values() for column in ("input_ids", "pair_input_ids")

@@ -14,7 +14,7 @@ from pathlib import Path
 from datasets import DatasetDict
 
 from ..tokenization_spt import build_byte_tokenizer
-from .common import DataFormatError, require_path, rows_to_dataset, tokenize_column
+from .common import DataFormatError, byte_encode_column, require_path, rows_to_dataset
 from .registry import Task, TaskPreset, register_task
 
 SPLIT_FILES = {"train": "new_aan_pairs.train.tsv", "validation": "new_aan_pairs.eval.tsv",
@@ -61,8 +61,8 @@ def load_retrieval(
     for split, file_name in SPLIT_FILES.items():
         rows = rows_to_dataset(read_aan_tsv, require_path(Path(folder) / file_name, f"Retrieval {split} file",
                                                           LAYOUT, SOURCE), cache_dir)
-        rows = tokenize_column(rows, tokenizer, "text1", "input_ids", max_length, num_proc)
-        rows = tokenize_column(rows, tokenizer, "text2", "pair_input_ids", max_length, num_proc)
+        rows = byte_encode_column(rows, "text1", "input_ids", max_length, num_proc)
+        rows = byte_encode_column(rows, "text2", "pair_input_ids", max_length, num_proc)
         splits[split] = rows.remove_columns(["text1", "text2"])
     preset = TaskPreset(
         max_length=max_length,

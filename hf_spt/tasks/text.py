@@ -16,7 +16,7 @@ from datasets import Dataset, DatasetDict
 
 from ..tokenization_spt import build_byte_tokenizer
 from .common import (DataFormatError, carve_validation, hub_dataset, is_saved_dataset, load_saved_dataset,
-                     require_path, rows_to_dataset, tokenize_column)
+                     require_path, rows_to_dataset, byte_encode_column)
 from .registry import Task, TaskPreset, register_task
 
 LABEL_NAMES = ["neg", "pos"]
@@ -76,7 +76,7 @@ def load_text(
     train, validation = carve_validation(splits["train"], validation_fraction, seed)
     tokenizer = build_byte_tokenizer(model_max_length=max_length)
     dataset = DatasetDict(train=train, validation=validation, test=splits["test"])
-    dataset = DatasetDict({split: tokenize_column(data, tokenizer, "text", "input_ids", max_length, num_proc)
+    dataset = DatasetDict({split: byte_encode_column(data, "text", "input_ids", max_length, num_proc)
                            .remove_columns("text") for split, data in dataset.items()})
     preset = TaskPreset(
         max_length=max_length,
