@@ -94,6 +94,22 @@ def test_image_loads_image_folder_as_grayscale_pixels(tmp_path):
     assert task.label_names == ["cat", "dog"] and task.preset.mlm_probability == 0.5
 
 
+def test_image_loads_a_saved_cifar10_style_datasetdict(tmp_path):
+    import numpy as np
+    from datasets import ClassLabel, Dataset, DatasetDict, Features, Image
+
+    from PIL import Image as PILImage
+
+    features = Features({"img": Image(), "label": ClassLabel(names=["airplane", "automobile"])})
+    pictures = [PILImage.fromarray(np.full((32, 32, 3), 10 * k, dtype=np.uint8)) for k in range(10)]
+    split = Dataset.from_dict({"img": pictures, "label": [k % 2 for k in range(10)]}, features=features)
+    DatasetDict(train=split, test=split).save_to_disk(str(tmp_path / "cifar"))
+    task = load_task("image", data_dir=str(tmp_path / "cifar"))
+    assert task.label_names == ["airplane", "automobile"] and task.preset.max_length == 1024
+    row = task.dataset["test"][3]
+    assert row["input_ids"] == [4 + 30] * 1024 and row["labels"] == 1
+
+
 def test_pathfinder_loads_released_layout_and_generates(tmp_path):
     root = write_pathfinder_release(tmp_path / "pathfinder32")
     assert (root / "curv_contour_length_14" / "imgs" / "0" / "sample_3.png").is_file()
@@ -165,6 +181,10 @@ def test_malformed_row_names_file_and_line_and_leaves_no_cache(tmp_path):
         load_task("retrieval", data_dir=str(folder), cache_dir=str(cache))
     assert not [f for f in _arrow_files(cache) if "eval" in f or "validation" in f]
     assert not [p for p in cache.rglob("*incomplete*") if p.suffix != ".lock"]  # lock files hold no data
+    root = write_pathfinder_release(tmp_path / "pf", num_images=4)
+    (root / "curv_contour_length_14" / "imgs" / "0" / "sample_2.png").unlink()
+    with pytest.raises(FileNotFoundError, match=r"metadata/0\.npy, line 3: image .*sample_2\.png does not exist"):
+        load_task("pathfinder", data_dir=str(root), cache_dir=str(cache))
     (tmp_path / "bad.csv").write_text('text,label\n"fine",a\n"one field too many",b,c\n')
     with pytest.raises(DataFormatError, match=r"bad\.csv: .*line 3"):
         load_task("custom", train_file=str(tmp_path / "bad.csv"), cache_dir=str(cache))
