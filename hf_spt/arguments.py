@@ -8,10 +8,24 @@ command-line flags override.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 MODES = ("compare", "spt", "finetune", "scratch")
+
+
+def json_options(value: dict[str, Any] | str | None, name: str) -> dict[str, Any] | None:
+    """A dict option given as a dict (config file) or a JSON object string (command line)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        options = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--{name} must be a JSON object, e.g. '{{\"key\": 1}}'; got {value!r} ({error}).") from None
+    if not isinstance(options, dict):
+        raise ValueError(f"--{name} must be a JSON object, got {value!r}.")
+    return options
 
 
 @dataclass
@@ -22,7 +36,7 @@ class DataArguments:
         default=None, metadata={"help": "Longest sequence (default: the task preset); longer inputs are an error..."}
     )
     truncation: bool = field(default=False, metadata={"help": "...unless --truncation cuts them to max_length."})
-    task_options: dict[str, Any] | None = field(
+    task_options: dict[str, Any] | str | None = field(
         default=None, metadata={"help": "Extra keyword arguments of the task builder (JSON), e.g. sizes of a generator."}
     )
     list_tasks: bool = field(default=False, metadata={"help": "Print the tasks and what each needs on disk, then exit."})
@@ -44,9 +58,13 @@ class DataArguments:
         "need the same vocabulary (e.g. pathfinder -> image: 256 pixel values; text <-> retrieval: bytes)."}
     )
     pretrain_data_dir: str | None = field(default=None, metadata={"help": "--data_dir of --pretrain_task."})
-    pretrain_task_options: dict[str, Any] | None = field(
+    pretrain_task_options: dict[str, Any] | str | None = field(
         default=None, metadata={"help": "--task_options of --pretrain_task (JSON)."}
     )
+
+    def __post_init__(self):
+        self.task_options = json_options(self.task_options, "task_options")
+        self.pretrain_task_options = json_options(self.pretrain_task_options, "pretrain_task_options")
 
 
 @dataclass
@@ -90,13 +108,14 @@ class ExperimentArguments:
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay, both phases."})
     warmup_steps: float = field(default=0.1, metadata={"help": "Linear warm-up: steps, or a fraction of all steps (<1)."})
     lr_scheduler_type: str = field(default="linear", metadata={"help": "Learning-rate schedule, both phases."})
-    trainer_options: dict[str, Any] | None = field(
+    trainer_options: dict[str, Any] | str | None = field(
         default=None,
         metadata={"help": "Further TrainingArguments for both phases (JSON), e.g. "
         '\'{"bf16": true, "gradient_checkpointing": true, "report_to": "tensorboard"}\'.'},
     )
 
     def __post_init__(self):
+        self.trainer_options = json_options(self.trainer_options, "trainer_options")
         if self.mode not in MODES:
             raise ValueError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODES)}.")
 

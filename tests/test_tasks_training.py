@@ -80,10 +80,17 @@ def test_user_csv_with_string_labels_runs_through_run_spt_in_compare_mode(tmp_pa
     argv = ["--task", "custom", "--train_file", files["train"], "--test_file", files["test"], "--mode", "compare",
             "--output_dir", str(tmp_path / "run"), "--spt_epochs", "1", "--finetune_epochs", "1",
             "--spt_batch_size", "8", "--finetune_batch_size", "8", "--hidden_size", "16", "--num_hidden_layers", "1",
-            "--num_attention_heads", "2", "--intermediate_size", "32", "--config_file", str(tmp_path / "run.json")]
-    (tmp_path / "run.json").write_text(json.dumps({"trainer_options": {"report_to": "none", "use_cpu": True}}))
+            "--num_attention_heads", "2", "--intermediate_size", "32",
+            "--trainer_options", '{"report_to": "none", "use_cpu": true}']
     results = run_spt.main(*run_spt.parse_arguments(argv))
     assert [arm["arm"] for arm in results["arms"]] == ["scratch", "spt"]
     saved = json.loads((tmp_path / "run" / "spt" / "config.json").read_text())
     assert saved["id2label"] == {"0": "angry", "1": "happy", "2": "sad"}
     assert (tmp_path / "run" / "results.md").is_file()
+
+
+def test_dict_options_parse_from_json_on_the_command_line():
+    data = DataArguments(task_options='{"image_size": 16}', pretrain_task_options=None)
+    assert data.task_options == {"image_size": 16}
+    with pytest.raises(ValueError, match="--task_options must be a JSON object"):
+        DataArguments(task_options="image_size=16")

@@ -22,7 +22,7 @@ from .registry import Task, TaskPreset, register_task
 VOCABULARY = [str(d) for d in range(10)] + list(OPERATORS) + ["]"]
 LAYOUT = "  DATA_DIR/basic_train.tsv, basic_val.tsv, basic_test.tsv  (tab-separated, header 'Source\\tTarget')"
 SOURCE = ("the LRA release (lra_release.gz from google-research/long-range-arena, folder listops-1000), or "
-          "`python -m hf_spt.tasks.listops_generator --output_dir DIR`, or no --data_dir to generate them.")
+          "`python run_scripts/generate_listops.py --output_dir DIR`, or no --data_dir to generate them.")
 
 
 def strip_parentheses(source: str) -> str:

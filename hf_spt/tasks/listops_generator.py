@@ -10,7 +10,7 @@ saves most of the time. Splits 96k/2k/2k, written as the released TSVs (`Source\
 source in LRA's parenthesised form).
 
 Run as a script to write `basic_{train,val,test}.tsv`:
-    python -m hf_spt.tasks.listops_generator --output_dir data/listops [--num_train 96000] [--seed 0]
+    python run_scripts/generate_listops.py --output_dir data/listops [--num_train 96000] [--seed 0]
 """
 
 from __future__ import annotations
@@ -161,6 +161,3 @@ def main(argv: list[str] | None = None) -> None:
         write_listops_tsv(rows, Path(args.output_dir) / SPLIT_FILES[split])
         print(f"wrote {len(rows)} trees to {Path(args.output_dir) / SPLIT_FILES[split]}")
 
-
-if __name__ == "__main__":
-    main()

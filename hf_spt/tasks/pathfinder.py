@@ -24,7 +24,7 @@ from .registry import Task, TaskPreset, register_task
 LAYOUT = ("  DATA_DIR/{difficulty}/imgs/<n>/sample_<k>.png and DATA_DIR/{difficulty}/metadata/<n>.npy\n"
           "  (metadata: text lines 'imgs/<n> sample_<k>.png <k> <label> ...')")
 SOURCE = ("the LRA release (lra_release.gz from google-research/long-range-arena: lra_release/pathfinder32, "
-          "pathfinder128 for Path-X), or `python -m hf_spt.tasks.pathfinder_generator`, or no --data_dir to generate.")
+          "pathfinder128 for Path-X), or `python run_scripts/generate_pathfinder.py`, or no --data_dir to generate.")
 
 
 def read_pathfinder_metadata(path: str, fingerprint: str) -> Iterator[dict]:

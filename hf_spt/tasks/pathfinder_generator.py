@@ -7,7 +7,7 @@ marked points are connected. Dash length, gap, stroke and disc size scale with t
 (32, 64, 128 px; Path-X is 128). Paths may cross, as in the original.
 
 Run as a script to write the released layout, which the `pathfinder` task reads with --data_dir:
-    python -m hf_spt.tasks.pathfinder_generator --output_dir data/pathfinder32 --num_images 2000 --image_size 32
+    python run_scripts/generate_pathfinder.py --output_dir data/pathfinder32 --num_images 2000 --image_size 32
 giving DATA_DIR/curv_contour_length_14/imgs/<n>/sample_<k>.png and metadata/<n>.npy
 (text lines "imgs/<n> sample_<k>.png <k> <label> <image_size> <contour_length>").
 """
@@ -116,6 +116,3 @@ def main(argv: list[str] | None = None) -> None:
     root = write_pathfinder(args.output_dir, args.num_images, args.seed, args.image_size, args.contour_length)
     print(f"wrote {args.num_images} images under {root}")
 
-
-if __name__ == "__main__":
-    main()
