@@ -163,7 +163,7 @@ def test_missing_folder_names_the_path_layout_and_source(tmp_path):
         load_task("retrieval", data_dir=str(tmp_path / "nowhere"))
     write_listops(tmp_path / "lo")
     (tmp_path / "lo" / "basic_val.tsv").unlink()
-    with pytest.raises(FileNotFoundError, match=r"basic_val\.tsv does not exist(.|\n)*listops_generator"):
+    with pytest.raises(FileNotFoundError, match=r"basic_val\.tsv does not exist(.|\n)*generate_listops"):
         load_task("listops", data_dir=str(tmp_path / "lo"), cache_dir=str(tmp_path / "cache"))
     with pytest.raises(FileNotFoundError, match=r"curv_contour_length_14"):
         load_task("pathfinder", data_dir=str(tmp_path))
