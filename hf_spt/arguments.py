@@ -42,9 +42,31 @@ class DataArguments:
         'e.g. \'{"num_train": 2000, "locality": 0.6}\'.'},
     )
     list_tasks: bool = field(default=False, metadata={"help": "Print the tasks and what each needs on disk, then exit."})
+    train_file: str | None = field(default=None, metadata={"help": "--task custom: training data (CSV/TSV/JSON/JSONL/Parquet)."})
+    validation_file: str | None = field(
+        default=None, metadata={"help": "--task custom: validation data (default: carved from train with --seed)."}
+    )
+    test_file: str | None = field(default=None, metadata={"help": "--task custom: test data (default: carved from train)."})
+    text_column: str = field(default="text", metadata={"help": "--task custom: the text column."})
+    text_pair_column: str | None = field(
+        default=None, metadata={"help": "--task custom: a second text column; pairs train a two-tower classifier."}
+    )
+    label_column: str = field(default="label", metadata={"help": "--task custom: the label column (names or ids)."})
+    preprocessing_num_workers: int | None = field(
+        default=None, metadata={"help": "Processes for reading and tokenizing files (datasets.map num_proc)."}
+    )
+    pretrain_task: str | None = field(
+        default=None, metadata={"help": "Cross-task SPT: pretrain on this task's inputs, fine-tune on --task. Both "
+        "need the same vocabulary (e.g. pathfinder -> image: 256 pixel values; text <-> retrieval: bytes)."}
+    )
+    pretrain_data_dir: str | None = field(default=None, metadata={"help": "--data_dir of --pretrain_task."})
+    pretrain_task_options: str | None = field(
+        default=None, metadata={"help": "--task_options of --pretrain_task (JSON)."}
+    )
 
     def __post_init__(self):
         self.task_options = json_mapping(self.task_options, "--task_options")
+        self.pretrain_task_options = json_mapping(self.pretrain_task_options, "--pretrain_task_options")
 
 
 @dataclass

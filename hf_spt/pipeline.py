@@ -66,12 +66,40 @@ def fit_lengths(task: Task, max_length: int, truncation: bool) -> Task:
     return task
 
 
+CUSTOM_DATA_FIELDS = ("train_file", "validation_file", "test_file", "text_column", "text_pair_column", "label_column")
+
+
+def task_options(data_args: DataArguments, task_name: str) -> dict[str, Any]:
+    """Builder options: --task_options, the custom-data flags for `custom`, and the preprocessing workers."""
+    options = dict(data_args.task_options)
+    if task_name == "custom":
+        options.update({name: getattr(data_args, name) for name in CUSTOM_DATA_FIELDS})
+    if data_args.preprocessing_num_workers is not None:
+        options["num_proc"] = data_args.preprocessing_num_workers
+    return options
+
+
 def prepare_task(data_args: DataArguments, seed: int) -> Task:
     """Load the task named in `data_args` and make its sequences fit the model."""
-    task = load_task(data_args.task, data_dir=data_args.data_dir, seed=seed, **data_args.task_options)
+    task = load_task(data_args.task, data_dir=data_args.data_dir, seed=seed, **task_options(data_args, data_args.task))
     max_length = data_args.max_length or task.preset.max_length
     task.preset.max_length = max_length
     return fit_lengths(task, max_length, data_args.truncation)
+
+
+def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Task:
+    """Cross-task SPT: the `--pretrain_task` inputs, fitted to `task`'s length; its vocabulary must be `task`'s."""
+    options = dict(data_args.pretrain_task_options)
+    if data_args.preprocessing_num_workers is not None:
+        options["num_proc"] = data_args.preprocessing_num_workers
+    source = load_task(data_args.pretrain_task, data_dir=data_args.pretrain_data_dir, seed=seed, **options)
+    if source.tokenizer.get_vocab() != task.tokenizer.get_vocab():
+        raise ValueError(
+            f"--pretrain_task {source.name!r} has a different vocabulary ({len(source.tokenizer)} tokens) from --task "
+            f"{task.name!r} ({len(task.tokenizer)} tokens), so its SPT weights cannot serve it. Pair tasks with one "
+            "vocabulary: pathfinder/pathx/image (256 pixel values), text/retrieval/custom (bytes)."
+        )
+    return fit_lengths(source, task.preset.max_length, data_args.truncation)
 
 
 def build_config(task: Task, model_args: ModelArguments) -> SptConfig | BackboneClassifierConfig:
@@ -246,7 +274,8 @@ def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: Ex
     arms: list[dict[str, Any]] = []
     pretrain_result = None
     if exp.mode in ("compare", "spt"):
-        pretrain_result = pretrain(task, config, exp, output_dir / "pretrain", init_from=start_weights)
+        source = prepare_pretrain_task(data_args, task, exp.seed) if data_args.pretrain_task else task
+        pretrain_result = pretrain(source, config, exp, output_dir / "pretrain", init_from=start_weights)
     if exp.mode in ("compare", "finetune"):
         init_from = exp.init_from or output_dir / "pretrain"
         arm = finetune(task, config, exp, output_dir / "spt", "spt", init_from=init_from)
@@ -267,5 +296,5 @@ def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: Ex
     return {"task": task.name, "arms": arms, **extra}
 
 
-__all__ = ["prepare_task", "fit_lengths", "build_config", "pretrain", "finetune", "run_experiment",
+__all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "build_config", "pretrain", "finetune", "run_experiment",
            "results_table", "write_results"]

@@ -1,0 +1,140 @@
+"""Helpers the file-based tasks share: clear errors for bad input, Hub loading, splits, tokenizing.
+
+Every check here runs before any Arrow file is written: a task either builds completely or
+raises one of these errors, naming the file (and line), what was expected and where the data
+come from. Rows read from text files go through `Dataset.from_generator`, which caches them by
+the file's path, size and modification time and writes nothing when reading fails part way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from datasets import Dataset, DatasetDict, List, Value, load_dataset, load_from_disk
+from datasets.arrow_writer import SchemaInferenceError
+from datasets.exceptions import DatasetGenerationError
+
+from ..tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
+
+PIXEL_VALUES = 256
+TOKEN_IDS = List(Value("int32"))
+
+
+class DataFormatError(ValueError):
+    """A data file exists but its content is not what the task expects."""
+
+
+def require_path(path: str | Path, what: str, layout: str, source: str) -> Path:
+    """`path` if it exists; otherwise a FileNotFoundError naming it, the expected layout and the data's origin."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{what}: {path} does not exist.\nExpected layout:\n{layout}\nWhere the data come from: {source}")
+    return path
+
+
+def file_fingerprint(path: Path) -> str:
+    """Path, size and modification time: a changed file gets a fresh cache entry."""
+    stat = path.stat()
+    return f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def rows_to_dataset(read: Callable[..., Iterator[dict[str, Any]]], path: Path, cache_dir: str | None, **kwargs: Any) -> Dataset:
+    """`Dataset.from_generator(read, path=..., ...)`, cached by the file's fingerprint; errors if no rows."""
+    try:
+        dataset = Dataset.from_generator(
+            read, gen_kwargs=dict(path=str(path), fingerprint=file_fingerprint(path), **kwargs), cache_dir=cache_dir
+        )
+    except DatasetGenerationError as error:  # unwrap our own message (file and line) from datasets' wrapper
+        if isinstance(error.__cause__, (DataFormatError, FileNotFoundError)):
+            raise error.__cause__ from None
+        if isinstance(error.__cause__, SchemaInferenceError):  # the reader yielded no row
+            raise DataFormatError(f"{path} holds no examples (an empty split).") from None
+        raise
+    if len(dataset) == 0:
+        raise DataFormatError(f"{path} holds no examples (an empty split).")
+    return dataset
+
+
+def hub_dataset(name: str, local_help: str, **kwargs: Any) -> DatasetDict:
+    """`load_dataset(name)` from the Hub; offline or unreachable, a ConnectionError saying how to use local files."""
+    from huggingface_hub import constants
+
+    message = (f"The Hub data set {name!r} cannot be downloaded here (HF_HUB_OFFLINE is set or the Hub is "
+               f"unreachable). {local_help}")
+    if constants.HF_HUB_OFFLINE or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+        raise ConnectionError(message)
+    try:
+        return load_dataset(name, **kwargs)
+    except (ConnectionError, OSError, TimeoutError) as error:
+        raise ConnectionError(message) from error
+
+
+def is_saved_dataset(path: Path) -> bool:
+    """Whether `path` is a folder written by `DatasetDict.save_to_disk`."""
+    return (path / "dataset_dict.json").is_file()
+
+
+def load_saved_dataset(path: Path) -> DatasetDict:
+    data = load_from_disk(str(path))
+    if isinstance(data, Dataset):
+        raise DataFormatError(f"{path} holds one Dataset; save a DatasetDict with a 'train' split (and optionally "
+                              "'validation' and 'test').")
+    return data
+
+
+def carve_validation(train: Dataset, fraction: float, seed: int, stratify_by: str | None = None) -> tuple[Dataset, Dataset]:
+    """Split `fraction` of `train` off as validation, shuffled with `seed`."""
+    if not 0 < fraction < 1:
+        raise ValueError(f"validation_fraction must be between 0 and 1, got {fraction}.")
+    if len(train) < 2:
+        raise DataFormatError(f"Cannot carve a validation split from a train split of {len(train)} example(s).")
+    parts = train.train_test_split(test_size=fraction, seed=seed, stratify_by_column=stratify_by)
+    return parts["train"], parts["test"]
+
+
+def byte_ids(text: str, max_length: int | None) -> list[int]:
+    """The byte tokenizer's ids of `text` (UTF-8 byte b is id 4 + b), cut at `max_length`, via numpy.
+
+    Much faster than the tokenizer on 4000-byte documents (run_scripts/bench_byte_encoding.py); tests check both agree.
+    """
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)[:max_length]
+    return (data.astype(np.int32) + NUM_SPECIAL_TOKENS).tolist()
+
+
+def byte_encode_column(
+    dataset: Dataset, column: str, output_column: str, max_length: int | None, num_proc: int | None
+) -> Dataset:
+    """Byte ids of text `column` in `output_column`, cut at `max_length` (the task's definition, as in LRA; None: uncut)."""
+
+    def encode(batch: dict[str, list]) -> dict[str, list]:
+        return {output_column: [byte_ids(text, max_length) for text in batch[column]]}
+
+    return dataset.map(encode, batched=True, num_proc=num_proc, desc=f"byte ids of {column}").cast_column(
+        output_column, TOKEN_IDS)
+
+
+def build_pixel_tokenizer(num_pixels: int):
+    """Word-level tokenizer over "0".."255": pixel value v is token id 4 + v (the byte tokenizer's ids too)."""
+    return build_word_tokenizer([str(value) for value in range(PIXEL_VALUES)], model_max_length=num_pixels)
+
+
+def pixel_ids(pixels: np.ndarray) -> list[int]:
+    """Token ids of a grayscale image (H, W) of values 0-255, row by row."""
+    return (np.asarray(pixels, dtype=np.int64).reshape(-1) + NUM_SPECIAL_TOKENS).tolist()
+
+
+def grayscale_pixels(image: Any, size: int) -> np.ndarray:
+    """A PIL image as (size, size) grayscale values 0-255 (ITU-R 601 luma, as tf.image.rgb_to_grayscale)."""
+    image = image.convert("L")
+    if image.size != (size, size):
+        image = image.resize((size, size))
+    return np.asarray(image, dtype=np.uint8)
+
+
+__all__ = ["DataFormatError", "PIXEL_VALUES", "require_path", "file_fingerprint", "rows_to_dataset", "hub_dataset",
+           "is_saved_dataset", "load_saved_dataset", "carve_validation", "byte_ids", "byte_encode_column", "build_pixel_tokenizer",
+           "pixel_ids", "grayscale_pixels"]

@@ -1,0 +1,155 @@
+"""The user's own classification data: CSV, JSON/JSONL or Parquet files, or a saved `datasets` folder.
+
+Files as in transformers' run_glue: `train_file` (required unless `data_dir` is a saved
+DatasetDict), `validation_file`, `test_file`; a missing validation or test split is carved from
+train (`validation_fraction` each, seeded). Columns: `text_column` (and `text_pair_column` for
+pairs, which become a two-tower task) tokenized at byte level, or an `input_ids` column of
+token ids used as is (ids 0-3 are [PAD], [MASK], [CLS], [UNK]); `label_column` holds integer
+class ids or strings, which map to ids in sorted order (or the order of `label_names`) and land
+in the model config's id2label.
+"""
+
+from __future__ import annotations
+
+
+from datasets import Dataset, DatasetDict, load_dataset
+from datasets.exceptions import DatasetGenerationError
+
+from ..tokenization_spt import build_byte_tokenizer, build_word_tokenizer
+from .common import (DataFormatError, carve_validation, is_saved_dataset, load_saved_dataset, require_path,
+                     byte_encode_column)
+from .registry import Task, TaskPreset, register_task
+
+BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+LAYOUT = ("  --train_file FILE [--validation_file FILE] [--test_file FILE] (.csv, .tsv, .json, .jsonl, .parquet; one "
+          "example per row),\n  or --data_dir FOLDER saved by DatasetDict.save_to_disk (a 'train' split at least)")
+SOURCE = "your own data."
+
+
+def read_files(files: dict[str, str], cache_dir: str | None) -> DatasetDict:
+    """Load the given split files with the `datasets` builder their extension names."""
+    paths = {split: require_path(path, f"Custom {split} file", LAYOUT, SOURCE) for split, path in files.items()}
+    suffixes = {path.suffix.lower() for path in paths.values()}
+    if len(suffixes) != 1 or next(iter(suffixes)) not in BUILDERS:
+        raise DataFormatError(f"Custom data files must share one extension among {sorted(BUILDERS)}; got {sorted(suffixes)}.")
+    suffix = suffixes.pop()
+    options = {"delimiter": "\t"} if suffix == ".tsv" else {}
+    data = DatasetDict()
+    for split, path in paths.items():
+        try:
+            data[split] = load_dataset(BUILDERS[suffix], data_files=str(path), split="train", cache_dir=cache_dir,
+                                       **options)
+        except DatasetGenerationError as error:
+            raise DataFormatError(f"Could not read {path}: {error.__cause__ or error}") from None
+        except ValueError as error:
+            if "corresponds to no data" not in str(error):
+                raise
+            raise DataFormatError(f"Custom {split} split is empty ({path} holds no rows).") from None
+    return data
+
+
+def label_mapping(train: Dataset, label_column: str, label_names: list[str] | None) -> list[str] | None:
+    """Label names (index = id) when labels are strings; None when they are already integer ids."""
+    values = train.unique(label_column)
+    if label_names is not None:
+        return [str(name) for name in label_names]
+    if all(isinstance(value, str) for value in values):
+        return sorted(values)
+    if all(isinstance(value, int) and not isinstance(value, bool) for value in values):
+        return None
+    raise DataFormatError(f"Label column {label_column!r} must hold class names (strings) or class ids (integers); "
+                          f"found {sorted(map(repr, values))[:5]}.")
+
+
+def encode_labels(data: Dataset, split: str, label_column: str, names: list[str] | None, num_labels: int) -> Dataset:
+    """`labels` as ids; an unknown name or an id out of range is an error naming the split and the value."""
+    known = names if names is not None else list(range(num_labels))
+    unknown = sorted(set(data.unique(label_column)) - set(known), key=str)
+    if unknown:
+        raise DataFormatError(f"Custom {split} split: unknown label(s) {unknown[:5]} in column {label_column!r}; "
+                              f"the labels are {known[:20]} (from train, or --task_options label_names).")
+    if names is None:
+        return data.rename_column(label_column, "labels") if label_column != "labels" else data
+    index = {name: i for i, name in enumerate(names)}
+    return data.map(lambda batch: {"labels": [index[v] for v in batch[label_column]]}, batched=True,
+                    remove_columns=[label_column] if label_column != "labels" else None, desc=f"labels of {split}")
+
+
+@register_task(
+    "custom",
+    description="Your own classification data: text (or text pairs, or input_ids) and labels (names or ids).",
+    needs="--train_file [--validation_file --test_file] (CSV/TSV/JSON/JSONL/Parquet), or --data_dir with a saved DatasetDict",
+)
+def load_custom(
+    data_dir: str | None = None,
+    seed: int = 0,
+    train_file: str | None = None,
+    validation_file: str | None = None,
+    test_file: str | None = None,
+    text_column: str = "text",
+    text_pair_column: str | None = None,
+    label_column: str = "label",
+    label_names: list[str] | None = None,
+    max_length: int | None = None,
+    validation_fraction: float = 0.1,
+    num_proc: int | None = None,
+    cache_dir: str | None = None,
+) -> Task:
+    """Load, label-encode and byte-tokenize the user's data; `max_length` defaults to the longest example."""
+    if data_dir is not None and train_file is None:
+        folder = require_path(data_dir, "Custom data folder", LAYOUT, SOURCE)
+        if not is_saved_dataset(folder):
+            raise FileNotFoundError(f"{folder} is not a saved DatasetDict (no dataset_dict.json).\nExpected:\n{LAYOUT}")
+        data = load_saved_dataset(folder)
+    elif train_file is not None:
+        files = {"train": train_file, "validation": validation_file, "test": test_file}
+        data = read_files({split: path for split, path in files.items() if path is not None}, cache_dir)
+    else:
+        raise FileNotFoundError(f"The custom task needs data.\nExpected:\n{LAYOUT}")
+    if "train" not in data:
+        raise DataFormatError(f"Custom data has no 'train' split (found {list(data)}).")
+    for split, split_data in data.items():
+        if len(split_data) == 0:
+            raise DataFormatError(f"Custom {split} split is empty ({files.get(split) if train_file else data_dir}).")
+        needed = [c for c in (label_column, text_pair_column) if c] + (
+            [] if "input_ids" in split_data.column_names else [text_column])
+        missing = [c for c in needed if c not in split_data.column_names]
+        if missing:
+            raise DataFormatError(f"Custom {split} split has no column(s) {missing}; it has {split_data.column_names}. "
+                                  "Name them with --text_column, --text_pair_column, --label_column.")
+    names = label_mapping(data["train"], label_column, label_names)
+    num_labels = len(names) if names is not None else max(data["train"].unique(label_column)) + 1
+    splits = {split: encode_labels(split_data, split, label_column, names, num_labels) for split, split_data in data.items()}
+    train = splits["train"]
+    for split in ("validation", "test"):
+        if split not in splits:
+            train, splits[split] = carve_validation(train, validation_fraction, seed)
+    splits["train"] = train
+    pretokenized = "input_ids" in train.column_names
+    if pretokenized:
+        largest = max(max(max(ids) for ids in data["input_ids"]) for data in splits.values())
+        tokenizer = build_byte_tokenizer() if largest < 260 else build_word_tokenizer([f"t{i}" for i in range(4, largest + 1)])
+    else:
+        tokenizer = build_byte_tokenizer()
+    dataset = DatasetDict()
+    for split, split_data in splits.items():
+        if not pretokenized:
+            split_data = byte_encode_column(split_data, text_column, "input_ids", max_length, num_proc)
+            if text_pair_column:
+                split_data = byte_encode_column(split_data, text_pair_column, "pair_input_ids", max_length, num_proc)
+        keep = [c for c in ("input_ids", "pair_input_ids", "labels") if c in split_data.column_names]
+        dataset[split] = split_data.select_columns(keep)
+    longest = max(len(ids) for data in dataset.values() for column in ("input_ids", "pair_input_ids")
+                  if column in data.column_names for ids in data[column])
+    tokenizer.model_max_length = max_length or longest
+    preset = TaskPreset(
+        max_length=max_length or longest,
+        num_labels=num_labels,
+        mlm_probability=0.15,
+        batch_size=32,
+        model=dict(num_hidden_layers=4, hidden_size=128, num_attention_heads=4, intermediate_size=512, pooling="mean"),
+    )
+    return Task("custom", dataset, tokenizer, preset, label_names=names, is_pair=bool(text_pair_column))
+
+
+__all__ = ["BUILDERS", "read_files", "label_mapping", "encode_labels", "load_custom"]

@@ -1,0 +1,136 @@
+"""LRA Pathfinder (32x32, 1024 pixels) and Path-X (128x128, 16384): are the two marked points connected?
+
+From the released layout in `data_dir` (LRA's "hard" difficulty by default):
+    DATA_DIR/curv_contour_length_14/imgs/<n>/sample_<k>.png
+    DATA_DIR/curv_contour_length_14/metadata/<n>.npy   text lines; field 0 the subfolder ("imgs/<n>"),
+                                                        field 1 the file name, field 3 the label (0/1)
+split 80/10/10 (shuffled with `seed`); or, with no `data_dir`, from `pathfinder_generator` (no
+download). Pixels are tokens 4..259 of the same 256-value vocabulary as `image`, so SPT can
+pretrain on one and fine-tune on the other (--pretrain_task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from datasets import Dataset, DatasetDict
+
+from .common import (DataFormatError, build_pixel_tokenizer, carve_validation, grayscale_pixels, pixel_ids,
+                     require_path, rows_to_dataset)
+from .pathfinder_generator import generate_pathfinder
+from .registry import Task, TaskPreset, register_task
+
+LAYOUT = ("  DATA_DIR/{difficulty}/imgs/<n>/sample_<k>.png and DATA_DIR/{difficulty}/metadata/<n>.npy\n"
+          "  (metadata: text lines 'imgs/<n> sample_<k>.png <k> <label> ...')")
+SOURCE = ("the LRA release (lra_release.gz from google-research/long-range-arena: lra_release/pathfinder32, "
+          "pathfinder128 for Path-X), or `python run_scripts/generate_pathfinder.py`, or no --data_dir to generate.")
+
+
+def read_pathfinder_metadata(path: str, fingerprint: str) -> Iterator[dict]:
+    """{"image_path", "labels"} for every line of every metadata file under the difficulty folder `path`."""
+    del fingerprint  # only keys the cache
+    root = Path(path)
+    metadata_files = sorted((root / "metadata").glob("*.npy"), key=lambda f: (len(f.stem), f.stem))
+    for metadata in metadata_files:
+        for line_number, line in enumerate(metadata.read_text().splitlines(), start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) < 4:
+                raise DataFormatError(f"{metadata}, line {line_number}: expected at least 4 space-separated fields "
+                                      f"(subfolder, file name, index, label), found {len(fields)}.")
+            if fields[3] not in ("0", "1"):
+                raise DataFormatError(f"{metadata}, line {line_number}: unknown label {fields[3]!r}; expected 0 or 1.")
+            image = root / fields[0] / fields[1]
+            if not image.is_file():
+                raise FileNotFoundError(f"{metadata}, line {line_number}: image {image} does not exist.")
+            yield {"image_path": str(image), "labels": int(fields[3])}
+
+
+def generated_rows(num_images: int, seed: int, image_size: int, contour_length: int) -> Iterator[dict]:
+    """Generated images as rows, 1000 at a time (cached by `Dataset.from_generator` under these arguments)."""
+    for first in range(0, num_images, 1000):
+        count = min(1000, num_images - first)
+        images, labels = generate_pathfinder(count, seed * 1_000_003 + first, image_size, contour_length)
+        for image, label in zip(images, labels):
+            yield {"input_ids": pixel_ids(image), "labels": int(label)}
+
+
+def load_released(folder: Path, image_size: int, num_proc: int | None, cache_dir: str | None) -> Dataset:
+    rows = rows_to_dataset(read_pathfinder_metadata, folder, cache_dir)
+
+    def encode(batch: dict[str, list]) -> dict[str, list]:
+        from PIL import Image
+
+        return {"input_ids": [pixel_ids(grayscale_pixels(Image.open(path), image_size)) for path in batch["image_path"]]}
+
+    return rows.map(encode, batched=True, num_proc=num_proc, remove_columns=["image_path"], desc="reading PNGs")
+
+
+def build_pathfinder(name: str, data_dir: str | None, seed: int, image_size: int, difficulty: str,
+                     num_images: int, contour_length: int, num_proc: int | None, cache_dir: str | None) -> Task:
+    """Shared by `pathfinder` and `pathx`: released files or generated images, split 80/10/10."""
+    layout = LAYOUT.format(difficulty=difficulty)
+    if data_dir is None:
+        everything = Dataset.from_generator(generated_rows, cache_dir=cache_dir, gen_kwargs=dict(
+            num_images=num_images, seed=seed, image_size=image_size, contour_length=contour_length))
+    else:
+        folder = require_path(Path(data_dir) / difficulty, f"{name} data folder", layout, SOURCE)
+        require_path(folder / "metadata", f"{name} metadata folder", layout, SOURCE)
+        everything = load_released(folder, image_size, num_proc, cache_dir)
+    rest, test = carve_validation(everything, 0.1, seed)
+    train, validation = carve_validation(rest, 1 / 9, seed)
+    num_pixels = image_size * image_size
+    preset = TaskPreset(
+        max_length=num_pixels,
+        num_labels=2,
+        mlm_probability=0.5,
+        batch_size=32,
+        model=dict(num_hidden_layers=4, hidden_size=128, num_attention_heads=8, intermediate_size=128, pooling="mean"),
+    )
+    dataset = DatasetDict(train=train, validation=validation, test=test)
+    return Task(name, dataset, build_pixel_tokenizer(num_pixels), preset, label_names=["disconnected", "connected"])
+
+
+@register_task(
+    "pathfinder",
+    description="LRA Pathfinder: are two marked points joined by a dashed path? 32x32 = 1024 pixel tokens, 2 classes.",
+    needs="DATA_DIR/curv_contour_length_14/{imgs,metadata}/ (LRA pathfinder32), or nothing: generated",
+)
+def load_pathfinder(
+    data_dir: str | None = None,
+    seed: int = 0,
+    image_size: int = 32,
+    difficulty: str = "curv_contour_length_14",
+    num_images: int = 20000,
+    contour_length: int = 14,
+    num_proc: int | None = None,
+    cache_dir: str | None = None,
+) -> Task:
+    """Pathfinder from `data_dir`, or `num_images` generated ones (`image_size` 32, 64 or 128)."""
+    return build_pathfinder("pathfinder", data_dir, seed, image_size, difficulty, num_images, contour_length,
+                            num_proc, cache_dir)
+
+
+@register_task(
+    "pathx",
+    description="LRA Path-X: Pathfinder at 128x128 = 16384 pixel tokens, 2 classes.",
+    needs="DATA_DIR/curv_contour_length_14/{imgs,metadata}/ (LRA pathfinder128), or nothing: generated",
+)
+def load_pathx(
+    data_dir: str | None = None,
+    seed: int = 0,
+    image_size: int = 128,
+    difficulty: str = "curv_contour_length_14",
+    num_images: int = 20000,
+    contour_length: int = 14,
+    num_proc: int | None = None,
+    cache_dir: str | None = None,
+) -> Task:
+    """Path-X from `data_dir`, or `num_images` generated ones at `image_size` 128."""
+    return build_pathfinder("pathx", data_dir, seed, image_size, difficulty, num_images, contour_length,
+                            num_proc, cache_dir)
+
+
+__all__ = ["read_pathfinder_metadata", "load_released", "build_pathfinder", "load_pathfinder", "load_pathx"]

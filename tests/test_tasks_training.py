@@ -1,0 +1,96 @@
+"""A short SPT + fine-tune run per task on tiny files, cross-task SPT, and a user's CSV through run_spt.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from task_files import (SHORT_LISTOPS, write_aan, write_custom_csv, write_image_folder, write_imdb, write_listops,
+                        write_pathfinder_release)
+
+from hf_spt.arguments import DataArguments, ExperimentArguments, ModelArguments
+from hf_spt.pipeline import build_config, finetune, prepare_pretrain_task, prepare_task, pretrain, run_experiment
+
+TINY_MODEL = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+
+
+def tiny_experiment(output_dir: Path, **overrides) -> ExperimentArguments:
+    settings = dict(output_dir=str(output_dir), spt_epochs=1, finetune_epochs=1, spt_batch_size=8,
+                    finetune_batch_size=8, trainer_options={"report_to": "none", "use_cpu": True})
+    return ExperimentArguments(**{**settings, **overrides})
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+TASK_FILES = {
+    "listops": (write_listops, {"max_length": SHORT_LISTOPS["max_length"]}),
+    "text": (write_imdb, {"max_length": 64}),
+    "retrieval": (write_aan, {"max_length": 32}),
+    "image": (write_image_folder, {"image_size": 8}),
+    "pathfinder": (write_pathfinder_release, {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TASK_FILES))
+def test_spt_then_finetune_runs_on_every_task(tmp_path, name):
+    write, options = TASK_FILES[name]
+    data_args = DataArguments(task=name, data_dir=str(write(tmp_path / "data")),
+                              task_options={**options, "cache_dir": str(tmp_path / "cache")})
+    task = prepare_task(data_args, seed=0)
+    config = build_config(task, ModelArguments(**TINY_MODEL))
+    exp = tiny_experiment(tmp_path / "run")
+    spt = pretrain(task, config, exp, tmp_path / "run" / "pretrain")
+    arm = finetune(task, config, exp, tmp_path / "run" / "spt", "spt", init_from=tmp_path / "run" / "pretrain")
+    assert spt["eval_loss"] > 0 and 0 <= arm["test_accuracy"] <= 1
+    assert config.two_tower == (name == "retrieval")
+
+
+def test_generated_pathfinder_pretrains_the_image_task(tmp_path):
+    data_args = DataArguments(task="image", data_dir=str(write_image_folder(tmp_path / "images")),
+                              task_options={"image_size": 32}, pretrain_task="pathfinder",
+                              pretrain_task_options={"num_images": 16, "cache_dir": str(tmp_path / "cache")})
+    results = run_experiment(data_args, ModelArguments(**TINY_MODEL), tiny_experiment(tmp_path / "run", mode="spt"))
+    pretrain_log = json.loads((tmp_path / "run" / "pretrain" / "log_history.json").read_text())
+    assert results["pretrain"]["eval_loss"] > 0 and pretrain_log[-1]["step"] == 2  # 16 * 0.8 images / batch 8
+
+
+def test_cross_task_spt_with_another_vocabulary_fails_clearly(tmp_path):
+    text_args = DataArguments(task="text", data_dir=str(write_imdb(tmp_path / "aclImdb")),
+                              task_options={"max_length": 64}, pretrain_task="pathfinder",
+                              pretrain_task_options={"num_images": 4, "cache_dir": str(tmp_path / "cache")})
+    task = prepare_task(text_args, seed=0)
+    with pytest.raises(ValueError, match="different vocabulary"):
+        prepare_pretrain_task(text_args, task, seed=0)
+
+
+def test_user_csv_with_string_labels_runs_through_run_spt_in_compare_mode(tmp_path):
+    files = write_custom_csv(tmp_path / "mine")
+    spec = importlib.util.spec_from_file_location("run_spt", Path(__file__).parents[1] / "run_scripts" / "run_spt.py")
+    run_spt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_spt)
+    argv = ["--task", "custom", "--train_file", files["train"], "--test_file", files["test"], "--mode", "compare",
+            "--output_dir", str(tmp_path / "run"), "--spt_epochs", "1", "--finetune_epochs", "1",
+            "--spt_batch_size", "8", "--finetune_batch_size", "8", "--hidden_size", "16", "--num_hidden_layers", "1",
+            "--num_attention_heads", "2", "--intermediate_size", "32",
+            "--trainer_options", '{"report_to": "none", "use_cpu": true}']
+    results = run_spt.main(*run_spt.parse_arguments(argv))
+    assert [arm["arm"] for arm in results["arms"]] == ["scratch", "spt"]
+    saved = json.loads((tmp_path / "run" / "spt" / "config.json").read_text())
+    assert saved["id2label"] == {"0": "angry", "1": "happy", "2": "sad"}
+    assert (tmp_path / "run" / "results.md").is_file()
+
+
+def test_dict_options_parse_from_json_on_the_command_line():
+    data = DataArguments(task_options='{"image_size": 16}', pretrain_task_options=None)
+    assert data.task_options == {"image_size": 16}
+    with pytest.raises(ValueError, match="--task_options must be a JSON object"):
+        DataArguments(task_options="image_size=16")
