@@ -26,7 +26,9 @@ from .checkpoints import resolve_model_folder
 from .configuration_spt import SptConfig
 from .finetune_config import FinetuneTrainingArguments
 from .finetune_trainer import FinetuneTrainer
+from .freezing import freeze_parts
 from .modeling_spt import SptForMaskedLM, SptForSequenceClassification
+from .partial_loading import load_partial_weights
 from .spt_config import SptTrainingArguments
 from .spt_trainer import SptTrainer
 from .tasks import Task, load_task
@@ -154,13 +156,25 @@ def finetune(
     folder: Path,
     arm: str,
     init_from: str | Path | None = None,
+    init_parts: str | None = None,
+    freeze: str | None = None,
+    epochs: float | None = None,
 ) -> dict[str, Any]:
-    """Fine-tune a classifier (from `init_from`'s SPT weights, or from scratch) and test its best checkpoint."""
+    """Fine-tune a classifier (from `init_from`'s SPT weights, or from scratch) and test its best checkpoint.
+
+    `init_parts` ("qk", "attention,mlp"...): hybrid init, a fresh model given only those parts of
+    `init_from`. `freeze`: parts kept at their initial values. `epochs` overrides
+    `exp.finetune_epochs` (the compute-matched scratch arm).
+    """
     if (done := _finished(folder)) is not None:
         return done
     set_seed(exp.seed)
-    if init_from is None:
+    if init_from is None or init_parts is not None:
         model = SptForSequenceClassification(config)
+        if init_parts is not None:
+            if init_from is None:
+                raise ValueError(f"init_parts={init_parts!r} needs init_from (the SPT checkpoint to take them from).")
+            load_partial_weights(model, init_from, init_parts)
     else:
         source = resolve_model_folder(init_from)
         heads = dict(num_labels=config.num_labels, id2label=config.id2label, label2id=config.label2id,
@@ -168,8 +182,10 @@ def finetune(
         model = SptForSequenceClassification.from_pretrained(
             source, attn_implementation=config._attn_implementation, **heads
         )
+    if freeze is not None:
+        freeze_parts(model, freeze)
     args = FinetuneTrainingArguments(
-        **_trainer_kwargs(exp, folder, exp.finetune_epochs, exp.finetune_learning_rate,
+        **_trainer_kwargs(exp, folder, epochs or exp.finetune_epochs, exp.finetune_learning_rate,
                           exp.finetune_batch_size or task.preset.batch_size)
     )
     trainer = FinetuneTrainer(
@@ -179,8 +195,8 @@ def finetune(
     _train(trainer, folder)
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
-    result = {"arm": arm, "init_from": str(init_from) if init_from else None,
-              "seconds": time.perf_counter() - start}
+    result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
+              "freeze": freeze, "seconds": time.perf_counter() - start}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "loss", "mse"))})
     return _finish(trainer, folder, result)
 
@@ -203,6 +219,23 @@ def write_results(output_dir: Path, task_name: str, arms: list[dict[str, Any]], 
     (output_dir / "results.md").write_text(results_table(task_name, arms))
 
 
+def prepare_pretrain_task(
+    data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, task: Task
+) -> tuple[Task, SptConfig]:
+    """Cross-task SPT: the task `exp.pretrain_task` (at the fine-tuning task's length) and its model config.
+
+    Fine-tuning from its checkpoint needs the same vocabulary and sizes (hybrid init of attention
+    parts needs only the same sizes).
+    """
+    same = exp.pretrain_task == data_args.task
+    options = exp.pretrain_task_options or (data_args.task_options if same else None)
+    pretrain_data = DataArguments(task=exp.pretrain_task, data_dir=data_args.data_dir if same else None,
+                                  max_length=task.preset.max_length, truncation=data_args.truncation,
+                                  task_options=options)
+    pretrain_task = prepare_task(pretrain_data, exp.seed)
+    return pretrain_task, build_config(pretrain_task, model_args)
+
+
 def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments) -> dict[str, Any]:
     """Run the phases `exp.mode` asks for and return (and write, on the main process) the results."""
     output_dir = Path(exp.output_dir)
@@ -211,16 +244,19 @@ def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: Ex
     arms: list[dict[str, Any]] = []
     pretrain_result = None
     if exp.mode in ("compare", "spt"):
-        pretrain_result = pretrain(task, config, exp, output_dir / "pretrain")
+        pretrain_task, pretrain_config = (task, config) if exp.pretrain_task is None else \
+            prepare_pretrain_task(data_args, model_args, exp, task)
+        pretrain_result = pretrain(pretrain_task, pretrain_config, exp, output_dir / "pretrain")
     if exp.mode in ("compare", "finetune"):
         init_from = exp.init_from or output_dir / "pretrain"
-        arm = finetune(task, config, exp, output_dir / "spt", "spt", init_from=init_from)
+        arm = finetune(task, config, exp, output_dir / "spt", "spt", init_from=init_from,
+                       init_parts=exp.init_parts, freeze=exp.freeze)
         if pretrain_result is not None:
             arm = {**arm, "pretrain_seconds": pretrain_result["seconds"],
                    "seconds": arm["seconds"] + pretrain_result["seconds"]}
         arms.append(arm)
     if exp.mode in ("compare", "scratch"):
-        arms.insert(0, finetune(task, config, exp, output_dir / "scratch", "scratch"))
+        arms.insert(0, finetune(task, config, exp, output_dir / "scratch", "scratch", freeze=exp.freeze))
     extra = {"mode": exp.mode, "seed": exp.seed, "model": config.to_diff_dict() | {"model_type": "spt"},
              "experiment": asdict(exp), "data": asdict(data_args)}
     if pretrain_result is not None:
@@ -232,5 +268,5 @@ def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: Ex
     return {"task": task.name, "arms": arms, **extra}
 
 
-__all__ = ["prepare_task", "fit_lengths", "build_config", "pretrain", "finetune", "run_experiment",
+__all__ = ["prepare_task", "prepare_pretrain_task", "fit_lengths", "build_config", "pretrain", "finetune", "run_experiment",
            "results_table", "write_results"]
