@@ -74,7 +74,8 @@ class ExperimentArguments:
         default=None, metadata={"help": "Cross-task SPT: pretrain on this task's inputs (default: --task)."}
     )
     pretrain_task_options: dict[str, Any] | None = field(
-        default=None, metadata={"help": "Builder options of --pretrain_task (JSON; default: --task_options if same task)."}
+        default=None, metadata={"help": "Builder options of --pretrain_task (a mapping, set in --config_file; default: "
+                                "task_options when it is the same task)."}
     )
     seed: int = field(default=0, metadata={"help": "Seed of data generation, init, masking and shuffling."})
     spt_epochs: float = field(
