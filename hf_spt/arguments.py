@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .partial_loading import parse_parts
+
 MODES = ("compare", "spt", "finetune", "scratch")
 
 
@@ -72,7 +74,9 @@ class DataArguments:
 @dataclass
 class ModelArguments:
     hidden_size: int | None = field(default=None, metadata={"help": "d_model (default: task preset)."})
-    num_hidden_layers: int | None = field(default=None, metadata={"help": "Layers (default: task preset)."})
+    num_hidden_layers: int | None = field(
+        default=None, metadata={"help": "Layers (default: task preset).", "aliases": ["--num_layers"]}
+    )
     num_attention_heads: int | None = field(default=None, metadata={"help": "Heads (default: task preset)."})
     intermediate_size: int | None = field(default=None, metadata={"help": "MLP width (default: task preset)."})
     position_embedding_type: str = field(
@@ -108,10 +112,22 @@ class ExperimentArguments:
         "--init_from, default OUTPUT_DIR/pretrain), scratch (fine-tune from random init only)."},
     )
     init_from: str | None = field(
-        default=None, metadata={"help": "SPT checkpoint folder that --mode finetune starts from."}
+        default=None, metadata={"help": "SPT checkpoint (folder, .safetensors file, sharded index or Hub id) that "
+                                "--mode finetune starts from."}
+    )
+    init_parts: str | None = field(
+        default=None, metadata={"help": "Hybrid init: a fresh model takes only these parts of --init_from, e.g. qk, "
+                                "attention or qk,mlp (qk, qkv, attention, mlp, embeddings, norms, all). Default: "
+                                "the whole SPT model."}
+    )
+    freeze: str | None = field(
+        default=None, metadata={"help": "Parts kept at their initial values while fine-tuning, e.g. attention "
+                                "in every fine-tuning arm (qk, qkv, attention, mlp, embeddings; comma-separated)."}
     )
     seed: int = field(default=0, metadata={"help": "Seed of data generation, init, masking and shuffling."})
-    spt_epochs: float = field(default=15, metadata={"help": "SPT (pretraining) epochs."})
+    spt_epochs: float = field(
+        default=15, metadata={"help": "SPT (pretraining) epochs.", "aliases": ["--pretrain_epochs"]}
+    )
     spt_learning_rate: float = field(default=1e-3, metadata={"help": "SPT peak learning rate."})
     spt_batch_size: int | None = field(default=None, metadata={"help": "SPT batch size per device (default: preset)."})
     mlm_probability: float | None = field(default=None, metadata={"help": "SPT masking rate (default: preset)."})
@@ -154,6 +170,11 @@ class ExperimentArguments:
         self.trainer_options = json_mapping(self.trainer_options, "--trainer_options")
         if self.mode not in MODES:
             raise ValueError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODES)}.")
+        if self.init_parts is not None and self.mode == "scratch":
+            raise ValueError("--init_parts needs SPT weights: use --mode compare or finetune, not scratch.")
+        for parts in (self.init_parts, self.freeze):
+            if parts is not None:
+                parse_parts(parts)  # an unknown part name fails here, before any training
 
 
 __all__ = ["MODES", "DataArguments", "ModelArguments", "ExperimentArguments"]

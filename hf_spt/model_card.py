@@ -71,8 +71,8 @@ class SptModelCardData:
     versions: dict[str, str] = field(default_factory=installed_versions)
 
     def __post_init__(self):
-        if self.phase not in PHASES:
-            raise ValueError(f"Unknown phase {self.phase!r}; choose one of {', '.join(PHASES)}.")
+        if not self.phase:
+            raise ValueError(f"A card needs its phase: one of {', '.join(PHASES)} or an ablation arm's name.")
 
     @property
     def pipeline_tag(self) -> str:
@@ -162,15 +162,18 @@ def phase_card_data(
     init_from: str | Path | None = None,
     spt_epochs: float | None = None,
     extra_training: dict[str, Any] | None = None,
+    init_parts: str | None = None,
+    freeze: str | None = None,
 ) -> SptModelCardData:
     """Card data of one pipeline phase (metrics are filled in when the phase ends).
 
     `phase` is "pretrain" or a fine-tuning arm; `init_from` the weights it started from;
     `spt_epochs` the epochs the SPT phase behind these weights ran (None: no SPT, or unknown).
-    Nothing is frozen by the pipeline; everything but a new head comes from `init_from`.
+    `init_parts`: only these parts came from `init_from` (hybrid init; None: all but the head);
+    `freeze`: parts kept at their initial values.
     """
     backbone = getattr(config, "backbone", None) or config
-    had_spt = phase in ("pretrain", "spt")
+    had_spt = phase in ("pretrain", "spt") or spt_epochs is not None
     objective = exp.spt_objective if had_spt else None
     init = str(init_from) if init_from is not None else None
     training = {name: getattr(args, name) for name in TRAINING_SETTINGS}
@@ -188,8 +191,9 @@ def phase_card_data(
         pretraining_task=PRETRAINING_TASKS[objective] if objective else None,
         spt_epochs=spt_epochs if had_spt else None,
         mlm_probability=(exp.mlm_probability or task.preset.mlm_probability) if objective == "masked" else None,
-        transplanted=[f"all weights of {init} except the task head"] if init else [],
-        frozen=[],
+        transplanted=([f"{part} of {init}" for part in init_parts.split(",")] if init_parts
+                      else [f"all weights of {init} except the task head"] if init else []),
+        frozen=freeze.split(",") if freeze else [],
         seed=exp.seed,
         training=training,
         hub_model_id=f"{exp.hub_model_id}-{phase}" if exp.push_to_hub and exp.hub_model_id else None,

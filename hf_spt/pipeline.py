@@ -34,9 +34,11 @@ from .backbones import (
 from .configuration_spt import SptConfig
 from .finetune_config import FinetuneTrainingArguments
 from .finetune_trainer import FinetuneTrainer
+from .freezing import freeze_parts
 from .hub import check_hub_ready
 from .loss_weighting import class_weights
 from .model_card import SptModelCardData, phase_card_data
+from .partial_loading import load_partial_weights
 from .spt_config import SptTrainingArguments
 from .spt_trainer import SptTrainer
 from .tasks import Task, load_task
@@ -217,16 +219,32 @@ def finetune(
     folder: Path,
     arm: str,
     init_from: str | Path | None = None,
+    init_parts: str | None = None,
+    freeze: str | None = None,
+    epochs: float | None = None,
 ) -> dict[str, Any]:
     """Fine-tune a classifier (from `init_from`'s SPT or pretrained weights, or from scratch) and test its
-    best checkpoint."""
+    best checkpoint.
+
+    `init_parts` ("qk", "attention,mlp"...): hybrid init, a fresh model given only those parts of
+    `init_from`. `freeze`: parts kept at their initial values. `epochs` overrides
+    `exp.finetune_epochs` (the compute-matched scratch arm).
+    """
     if (done := _finished(folder)) is not None:
         return done
     set_seed(exp.seed)
-    model = classification_model(config, init_from)
+    if init_parts is None:
+        model = classification_model(config, init_from)
+    else:
+        if init_from is None:
+            raise ValueError(f"init_parts={init_parts!r} needs init_from (the SPT checkpoint to take them from).")
+        model = classification_model(config)
+        load_partial_weights(model, init_from, init_parts)
+    if freeze is not None:
+        freeze_parts(model, freeze)
     args = FinetuneTrainingArguments(
         class_weights=class_weights(exp.class_weights, task.dataset["train"]["labels"], config.num_labels),
-        **_trainer_kwargs(exp, folder, exp.finetune_epochs, exp.finetune_learning_rate,
+        **_trainer_kwargs(exp, folder, epochs or exp.finetune_epochs, exp.finetune_learning_rate,
                           exp.finetune_batch_size or task.preset.batch_size, exp.finetune_max_steps)
     )
     trainer = FinetuneTrainer(
@@ -236,12 +254,12 @@ def finetune(
     _train(trainer, folder)
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
-    result = {"arm": arm, "init_from": str(init_from) if init_from else None,
-              "seconds": time.perf_counter() - start}
+    result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
+              "freeze": freeze, "seconds": time.perf_counter() - start}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
     card = phase_card_data(task, config, exp, arm, args, init_from, spt_epochs=(source_phase or {}).get("epochs"),
-                           extra_training={"class_weights": exp.class_weights})
+                           extra_training={"class_weights": exp.class_weights}, init_parts=init_parts, freeze=freeze)
     return _finish(trainer, folder, result, card)
 
 
@@ -263,6 +281,7 @@ def write_results(output_dir: Path, task_name: str, arms: list[dict[str, Any]], 
     (output_dir / "results.md").write_text(results_table(task_name, arms))
 
 
+
 def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments) -> dict[str, Any]:
     """Run the phases `exp.mode` asks for and return (and write, on the main process) the results."""
     output_dir = Path(exp.output_dir)
@@ -278,13 +297,15 @@ def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: Ex
         pretrain_result = pretrain(source, config, exp, output_dir / "pretrain", init_from=start_weights)
     if exp.mode in ("compare", "finetune"):
         init_from = exp.init_from or output_dir / "pretrain"
-        arm = finetune(task, config, exp, output_dir / "spt", "spt", init_from=init_from)
+        arm = finetune(task, config, exp, output_dir / "spt", "spt", init_from=init_from,
+                       init_parts=exp.init_parts, freeze=exp.freeze)
         if pretrain_result is not None:
             arm = {**arm, "pretrain_seconds": pretrain_result["seconds"],
                    "seconds": arm["seconds"] + pretrain_result["seconds"]}
         arms.append(arm)
     if exp.mode in ("compare", "scratch"):
-        arms.insert(0, finetune(task, config, exp, output_dir / "scratch", "scratch", init_from=start_weights))
+        arms.insert(0, finetune(task, config, exp, output_dir / "scratch", "scratch", init_from=start_weights,
+                                freeze=exp.freeze))
     state = PartialState()
     extra = {"mode": exp.mode, "seed": exp.seed, "world_size": state.num_processes,
              "model": config.to_diff_dict() | {"model_type": config.model_type},

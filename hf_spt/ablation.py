@@ -1,0 +1,294 @@
+"""The ablation grid of Coser et al. (science.md §2): arms x seeds x tasks, resumable, on several processes.
+
+A grid file (YAML or JSON, see `run_scripts/ablation_default.yaml`) names tasks, seeds, shared
+experiment/model settings and arms. An arm is a configuration of one fine-tuning run:
+
+    name             label in the tables
+    pretrain         start from an SPT checkpoint (implied by the four options below)
+    init_parts       hybrid init: fresh model plus only these parts of the checkpoint ("qk", "attention"...)
+    pretrain_task    key of `tasks` or `pretrain_tasks` to pretrain on (cross-task SPT; default: the cell's task)
+    pretrain_epochs  SPT epochs (default: experiment.spt_epochs)
+    freeze           parts kept at their initial values ("attention")
+    num_layers       depth (default: model.num_hidden_layers or the task preset)
+    compute_matched  fine-tune for SPT epochs + fine-tuning epochs (scratch with SPT's budget)
+
+Layout under `output_dir`: `pretrain/<task>_e<epochs>_L<depth>_s<seed>/` (one SPT checkpoint,
+shared by every arm that needs it), `cells/<task>/<arm>/seed<seed>/` (one fine-tuning run, done
+when its `phase.json` exists), then `results.csv`, `results.md` and `results.png`.
+
+Several processes (`accelerate launch --num_processes N run_ablation.py`): first the SPT
+checkpoints, then the cells, are split between ranks with `PartialState.split_between_processes`.
+A `Trainer` created inside a launched process would join the process group and split every
+batch across ranks, so each rank runs its units in a child Python process with the launcher's
+distributed variables removed: a plain single-process `Trainer`, the same result as a
+one-process run. A single process runs units in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate import PartialState
+from accelerate.utils import parse_flag_from_env
+
+from .ablation_report import write_report
+from .arguments import DataArguments, ExperimentArguments, ModelArguments
+from .partial_loading import parse_parts
+from .pipeline import PHASE_RESULT_NAME, build_config, finetune, prepare_task, pretrain
+
+CELLS_DIR = "cells"
+PRETRAIN_DIR = "pretrain"
+DISTRIBUTED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
+                   "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@dataclass
+class TaskSpec:
+    """A task of the grid: a registered task name and its builder options."""
+
+    task: str
+    task_options: dict[str, Any] = field(default_factory=dict)
+    data_dir: str | None = None
+
+
+@dataclass
+class Arm:
+    """One configuration of the fine-tuning run (module docstring lists the fields)."""
+
+    name: str
+    pretrain: bool = False
+    init_parts: str | None = None
+    pretrain_task: str | None = None
+    pretrain_epochs: float | None = None
+    freeze: str | None = None
+    num_layers: int | None = None
+    compute_matched: bool = False
+
+    def __post_init__(self):
+        self.pretrain = self.pretrain or any(
+            v is not None for v in (self.init_parts, self.pretrain_task, self.pretrain_epochs))
+        for parts in (self.init_parts, self.freeze):
+            if parts is not None:
+                parse_parts(parts)
+        if self.compute_matched and self.pretrain:
+            raise ValueError(f"Arm {self.name!r}: compute_matched is a scratch control; it cannot also pretrain.")
+
+
+@dataclass
+class Grid:
+    """A parsed grid file."""
+
+    tasks: dict[str, TaskSpec]
+    arms: list[Arm]
+    seeds: list[int]
+    output_dir: str = "runs/ablation"
+    pretrain_tasks: dict[str, TaskSpec] = field(default_factory=dict)
+    experiment: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+
+    def task_spec(self, key: str) -> TaskSpec:
+        return {**self.pretrain_tasks, **self.tasks}[key]
+
+
+def _checked(cls, values: dict[str, Any], where: str) -> dict[str, Any]:
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown setting(s) {unknown}; valid: {sorted(known)}.")
+    return values
+
+
+def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
+    """Grid from a dict (a loaded YAML/JSON file); every unknown name or dangling reference is an error."""
+    raw = dict(_checked(Grid, raw, source))
+    raw["tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: tasks.{k}")) for k, v in raw["tasks"].items()}
+    raw["pretrain_tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: pretrain_tasks.{k}"))
+                             for k, v in (raw.get("pretrain_tasks") or {}).items()}
+    raw["arms"] = [Arm(**_checked(Arm, arm, f"{source}: arm {arm.get('name')!r}")) for arm in raw["arms"]]
+    _checked(ExperimentArguments, raw.get("experiment") or {}, f"{source}: experiment")
+    _checked(ModelArguments, raw.get("model") or {}, f"{source}: model")
+    grid = Grid(**raw)
+    names = [arm.name for arm in grid.arms]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{source}: arm names must be unique, got {names}.")
+    known_tasks = set(grid.tasks) | set(grid.pretrain_tasks)
+    for arm in grid.arms:
+        if arm.pretrain_task is not None and arm.pretrain_task not in known_tasks:
+            raise ValueError(f"{source}: arm {arm.name!r} pretrains on {arm.pretrain_task!r}, which is not in "
+                             f"tasks or pretrain_tasks ({sorted(known_tasks)}).")
+    return grid
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read a grid file (.yaml/.yml or .json)."""
+    path = Path(path)
+    text = path.read_text()
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        raw = yaml.safe_load(text)
+    else:
+        raw = json.loads(text)
+    return parse_grid(raw, str(path))
+
+
+@dataclass(frozen=True)
+class PretrainJob:
+    """One SPT checkpoint: pretraining task, epochs, depth, seed."""
+
+    task: str
+    epochs: float
+    num_layers: int
+    seed: int
+
+    def folder(self, grid: Grid) -> Path:
+        return Path(grid.output_dir) / PRETRAIN_DIR / f"{self.task}_e{self.epochs:g}_L{self.num_layers}_s{self.seed}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One fine-tuning run: task, arm name, seed."""
+
+    task: str
+    arm: str
+    seed: int
+
+    def folder(self, grid: Grid) -> Path:
+        return Path(grid.output_dir) / CELLS_DIR / self.task / self.arm / f"seed{self.seed}"
+
+
+def _experiment(grid: Grid, seed: int, **overrides: Any) -> ExperimentArguments:
+    return ExperimentArguments(**{**grid.experiment, "output_dir": grid.output_dir, "seed": seed, **overrides})
+
+
+def _model_arguments(grid: Grid, num_layers: int | None) -> ModelArguments:
+    values = dict(grid.model)
+    if num_layers is not None:
+        values["num_hidden_layers"] = num_layers
+    return ModelArguments(**values)
+
+
+def _prepare(grid: Grid, task_key: str, seed: int, num_layers: int | None):
+    spec = grid.task_spec(task_key)
+    task = prepare_task(DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options), seed)
+    return task, build_config(task, _model_arguments(grid, num_layers))
+
+
+def _arm(grid: Grid, name: str) -> Arm:
+    return next(arm for arm in grid.arms if arm.name == name)
+
+
+def _depth(grid: Grid, arm: Arm, task_key: str) -> int:
+    """The arm's number of layers, the preset's when neither the arm nor the grid's model sets it."""
+    depth = arm.num_layers or grid.model.get("num_hidden_layers")
+    if depth is None:
+        depth = _prepare(grid, task_key, 0, None)[1].num_hidden_layers
+    return depth
+
+
+def cells(grid: Grid) -> list[Cell]:
+    return [Cell(task, arm.name, seed) for task in grid.tasks for arm in grid.arms for seed in grid.seeds]
+
+
+def pretrain_job(grid: Grid, cell: Cell) -> PretrainJob | None:
+    """The SPT checkpoint `cell` starts from, or None for scratch arms."""
+    arm = _arm(grid, cell.arm)
+    if not arm.pretrain:
+        return None
+    epochs = arm.pretrain_epochs if arm.pretrain_epochs is not None else _experiment(grid, cell.seed).spt_epochs
+    return PretrainJob(arm.pretrain_task or cell.task, float(epochs), _depth(grid, arm, cell.task), cell.seed)
+
+
+def run_pretrain_job(grid: Grid, job: PretrainJob) -> dict[str, Any]:
+    task, config = _prepare(grid, job.task, job.seed, job.num_layers)
+    return pretrain(task, config, _experiment(grid, job.seed, spt_epochs=job.epochs), job.folder(grid))
+
+
+def run_cell(grid: Grid, cell: Cell) -> dict[str, Any]:
+    """Fine-tune one cell (skipped, returning its result, when its phase.json exists)."""
+    arm = _arm(grid, cell.arm)
+    task, config = _prepare(grid, cell.task, cell.seed, arm.num_layers)
+    exp = _experiment(grid, cell.seed)
+    job = pretrain_job(grid, cell)
+    epochs = exp.spt_epochs + exp.finetune_epochs if arm.compute_matched else None
+    return finetune(task, config, exp, cell.folder(grid), arm.name, init_from=job.folder(grid) if job else None,
+                    init_parts=arm.init_parts, freeze=arm.freeze, epochs=epochs)
+
+
+def _run_unit(grid: Grid, kind: str, unit: PretrainJob | Cell, isolate: bool, device_index: int | None) -> None:
+    """Run a pretraining job or a cell, in this process or (several ranks) in a clean child process."""
+    if not isolate:
+        (run_pretrain_job if kind == "pretrain" else run_cell)(grid, unit)
+        return
+    env = {k: v for k, v in os.environ.items()
+           if k not in DISTRIBUTED_ENV and not k.startswith(("TORCHELASTIC_", "ACCELERATE_"))}
+    if device_index is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(device_index)
+    payload = json.dumps({"grid": asdict(grid), "kind": kind, "unit": asdict(unit)})
+    subprocess.run([sys.executable, "-m", "hf_spt.ablation", payload], env=env, check=True)
+
+
+def run_grid(grid: Grid) -> list[dict[str, Any]]:
+    """Run every unfinished SPT job and cell of `grid`, then (main process) write the report; return the rows."""
+    # Without a GPU the launcher's ranks only form a (gloo) group when PartialState is told cpu=True.
+    cpu = parse_flag_from_env("ACCELERATE_USE_CPU") or not torch.cuda.is_available()
+    state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at barriers for the longest pretraining
+    isolate = state.num_processes > 1
+    device_index = state.local_process_index if state.device.type == "cuda" else None
+    todo_cells = [c for c in cells(grid) if not (c.folder(grid) / PHASE_RESULT_NAME).is_file()]
+    jobs = sorted({job for c in todo_cells if (job := pretrain_job(grid, c)) is not None}, key=str)
+    jobs = [job for job in jobs if not (job.folder(grid) / PHASE_RESULT_NAME).is_file()]
+    with state.split_between_processes(jobs) as mine:
+        for job in mine:
+            _run_unit(grid, "pretrain", job, isolate, device_index)
+    state.wait_for_everyone()
+    with state.split_between_processes(todo_cells) as mine:
+        for cell in mine:
+            _run_unit(grid, "cell", cell, isolate, device_index)
+    state.wait_for_everyone()
+    rows = collect_rows(grid)
+    if state.is_main_process:
+        write_report(rows, Path(grid.output_dir))
+    return rows
+
+
+def collect_rows(grid: Grid) -> list[dict[str, Any]]:
+    """One row per finished cell: its settings and scores."""
+    rows = []
+    for cell in cells(grid):
+        result_file = cell.folder(grid) / PHASE_RESULT_NAME
+        if not result_file.is_file():
+            continue
+        result = json.loads(result_file.read_text())
+        arm = _arm(grid, cell.arm)
+        job = pretrain_job(grid, cell)
+        rows.append({"task": cell.task, "arm": cell.arm, "seed": cell.seed,
+                     "test_accuracy": result.get("test_accuracy"), "eval_accuracy": result.get("eval_accuracy"),
+                     "seconds": result.get("seconds"), "init_parts": arm.init_parts, "freeze": arm.freeze,
+                     "pretrain_task": job.task if job else None, "pretrain_epochs": job.epochs if job else None,
+                     "num_layers": _depth(grid, arm, cell.task), "compute_matched": arm.compute_matched})
+    return rows
+
+
+def _main_child(payload: str) -> None:
+    """Entry of the child process of a rank: run one unit in a single-process setting."""
+    data = json.loads(payload)
+    grid = parse_grid(data["grid"])
+    unit = PretrainJob(**data["unit"]) if data["kind"] == "pretrain" else Cell(**data["unit"])
+    _run_unit(grid, data["kind"], unit, isolate=False, device_index=None)
+
+
+__all__ = ["TaskSpec", "Arm", "Grid", "PretrainJob", "Cell", "parse_grid", "load_grid", "cells", "pretrain_job",
+           "run_pretrain_job", "run_cell", "run_grid", "collect_rows"]
+
+
+if __name__ == "__main__":
+    _main_child(sys.argv[1])

@@ -1,0 +1,97 @@
+"""Tables and plot of an ablation grid: `results.csv` (one row per cell), `results.md`, `results.png`.
+
+`results.md` gives, per task and arm, the test accuracy's mean and standard deviation over
+seeds and, when the grid has arms named `scratch` and `spt`, the share of SPT's gain over
+scratch that the arm recovers: (arm - scratch) / (spt - scratch), from the seed means.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from pathlib import Path
+from typing import Any
+
+RESULTS_CSV_NAME = "results.csv"
+RESULTS_MD_NAME = "results.md"
+RESULTS_PLOT_NAME = "results.png"
+SCRATCH_ARM = "scratch"
+SPT_ARM = "spt"
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """{task: {arm: {"mean", "std", "n"}}} of test accuracy, arms in their first-seen order."""
+    scores: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        if row["test_accuracy"] is not None:
+            scores.setdefault(row["task"], {}).setdefault(row["arm"], []).append(float(row["test_accuracy"]))
+    return {
+        task: {arm: {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                     "n": len(values)} for arm, values in arms.items()}
+        for task, arms in scores.items()
+    }
+
+
+def gain_recovered(arms: dict[str, dict[str, float]], arm: str) -> float | None:
+    """(arm - scratch) / (spt - scratch) from seed means; None without both reference arms or a gain."""
+    if SCRATCH_ARM not in arms or SPT_ARM not in arms:
+        return None
+    gain = arms[SPT_ARM]["mean"] - arms[SCRATCH_ARM]["mean"]
+    return None if gain <= 0 else (arms[arm]["mean"] - arms[SCRATCH_ARM]["mean"]) / gain
+
+
+def markdown_table(summary: dict[str, dict[str, dict[str, float]]]) -> str:
+    lines = []
+    for task, arms in summary.items():
+        lines += [f"Task: {task}", "", "| arm | test accuracy (mean ± std) | seeds | share of SPT's gain |",
+                  "|---|---|---|---|"]
+        for arm, stats in arms.items():
+            share = gain_recovered(arms, arm)
+            share_text = "n/a" if share is None else f"{100 * share:.0f}%"
+            lines.append(f"| {arm} | {100 * stats['mean']:.1f} ± {100 * stats['std']:.1f} | {stats['n']} | {share_text} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def bar_plot(summary: dict[str, dict[str, dict[str, float]]], path: Path) -> None:
+    """One panel per task: a bar per arm (mean test accuracy), error bars one std over seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(summary), figsize=(max(6, 0.7 * max(map(len, summary.values()))) * len(summary), 4),
+                                squeeze=False)
+    for axis, (task, arms) in zip(axes[0], summary.items()):
+        names = list(arms)
+        means = [100 * arms[a]["mean"] for a in names]
+        stds = [100 * arms[a]["std"] for a in names]
+        axis.bar(range(len(names)), means, yerr=stds, capsize=3, color="tab:blue")
+        if SCRATCH_ARM in arms:
+            axis.axhline(100 * arms[SCRATCH_ARM]["mean"], color="gray", linestyle="--", linewidth=1, label="scratch")
+            axis.legend(loc="lower right")
+        axis.set_xticks(range(len(names)), names, rotation=45, ha="right")
+        axis.set_ylabel("test accuracy (%)")
+        axis.set_ylim(min(means) - max(stds) - 5, 100)
+        axis.set_title(task)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def write_report(rows: list[dict[str, Any]], output_dir: Path) -> None:
+    """Write results.csv, results.md and (when there are scores) results.png into `output_dir`."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if rows:
+        with open(output_dir / RESULTS_CSV_NAME, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    summary = summarize(rows)
+    (output_dir / RESULTS_MD_NAME).write_text(markdown_table(summary))
+    if summary:
+        bar_plot(summary, output_dir / RESULTS_PLOT_NAME)
+
+
+__all__ = ["RESULTS_CSV_NAME", "RESULTS_MD_NAME", "RESULTS_PLOT_NAME", "summarize", "gain_recovered",
+           "markdown_table", "bar_plot", "write_report"]

@@ -1,0 +1,250 @@
+"""Save and load selected parts of an SPT encoder (W_Q/W_K, attention, MLP...) with safetensors.
+
+The "hybrid init" ablations (science.md §2) copy only some weights of an SPT checkpoint into a
+freshly initialised model. This module does that reading only the selected tensors: it opens
+checkpoints with `safetensors.safe_open` and asks for each selected key, so a 500 MB checkpoint
+costs only the bytes of W_Q and W_K. Matched functions in the style of peft's `save_and_load.py`:
+`get_partial_state_dict` / `save_partial_state_dict` write a subset, `load_partial_weights`
+reads one into a model and returns a `LoadReport` instead of hiding what did not match.
+
+Keys are matched on their encoder-relative name (`layers.0.attention.q_proj.weight`): whatever
+comes before it (`spt.` in the MLM and classification heads, nothing in a bare `SptModel`) is a
+prefix, so parts move between the three classes. Heads (`lm_head`, `classifier`) are never parts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from torch import nn
+
+from .checkpoints import SHARDED_INDEX_NAME, WEIGHTS_NAME, resolve_model_folder
+
+PARTIAL_WEIGHTS_NAME = "partial_model.safetensors"
+PARTS_METADATA_KEY = "hf_spt_parts"
+
+_LAYER = r"layers\.(?P<layer>\d+)\."
+_BIAS_OR_WEIGHT = r"\.(?:weight|bias)"
+PART_PATTERNS: dict[str, str] = {
+    "qk": _LAYER + r"attention\.[qk]_proj" + _BIAS_OR_WEIGHT,
+    "qkv": _LAYER + r"attention\.[qkv]_proj" + _BIAS_OR_WEIGHT,
+    "attention": _LAYER + r"attention\.[qkvo]_proj" + _BIAS_OR_WEIGHT,
+    "mlp": _LAYER + r"mlp\.fc[12]" + _BIAS_OR_WEIGHT,
+    "embeddings": r"embeddings\.(?:word_embeddings|position_embeddings)\.weight",
+    "norms": r"(?:" + _LAYER + r"(?:attention_norm|mlp_norm)|final_norm)" + _BIAS_OR_WEIGHT,
+    "all": r"(?:embeddings\.|" + _LAYER + r"|final_norm\.).+",
+}
+"""Part name -> regular expression over encoder-relative key names (one source of truth for
+partial loading and for freezing)."""
+
+# An encoder key is a (possibly empty) dotted prefix, then `embeddings.`, `layers.N.` or `final_norm.`.
+_ENCODER_KEY = re.compile(r"^(?P<prefix>(?:[^.]+\.)*?)(?P<key>(?:embeddings|layers\.\d+|final_norm)\..+)$")
+
+
+def parse_parts(parts: str | Iterable[str]) -> list[str]:
+    """`"qk,mlp"` or `["qk", "mlp"]` -> `["qk", "mlp"]`; an unknown name is an error listing the valid ones."""
+    names = [p.strip() for p in (parts.split(",") if isinstance(parts, str) else parts) if p.strip()]
+    if not names:
+        raise ValueError(f"No part given; choose one or more (comma-separated) of {', '.join(PART_PATTERNS)}.")
+    unknown = [name for name in names if name not in PART_PATTERNS]
+    if unknown:
+        raise ValueError(f"Unknown part(s) {unknown}; valid parts: {', '.join(PART_PATTERNS)} (combine with commas).")
+    return names
+
+
+def split_prefix(name: str) -> tuple[str, str] | None:
+    """`"spt.layers.0.mlp.fc1.weight"` -> `("spt.", "layers.0.mlp.fc1.weight")`; None for non-encoder keys."""
+    match = _ENCODER_KEY.match(name)
+    return (match["prefix"], match["key"]) if match else None
+
+
+def _layer_of(key: str) -> int | None:
+    match = re.match(_LAYER, key)
+    return int(match["layer"]) if match else None
+
+
+def select_keys(names: Iterable[str], parts: str | Iterable[str], layers: Iterable[int] | None = None) -> list[str]:
+    """The names (model or checkpoint keys, any prefix) that belong to `parts`, in their given order.
+
+    `layers` limits per-layer keys to those layers; keys outside any layer (embeddings, the
+    final norm) stay selected when their part asks for them.
+    """
+    patterns = [re.compile(PART_PATTERNS[p] + "$") for p in parse_parts(parts)]
+    wanted_layers = None if layers is None else set(layers)
+    selected = []
+    for name in names:
+        split = split_prefix(name)
+        if split is None or not any(p.match(split[1]) for p in patterns):
+            continue
+        layer = _layer_of(split[1])
+        if wanted_layers is not None and layer is not None and layer not in wanted_layers:
+            continue
+        selected.append(name)
+    return selected
+
+
+def get_partial_state_dict(
+    model: nn.Module, parts: str | Iterable[str], layers: Iterable[int] | None = None
+) -> dict[str, torch.Tensor]:
+    """The selected tensors of `model`, under the model's own key names."""
+    state = model.state_dict()
+    return {name: state[name].detach() for name in select_keys(state, parts, layers)}
+
+
+def save_partial_state_dict(
+    model: nn.Module, save_directory: str | Path, parts: str | Iterable[str], layers: Iterable[int] | None = None
+) -> Path:
+    """Write the selected tensors to `save_directory/partial_model.safetensors` (parts in its metadata)."""
+    tensors = {name: t.contiguous().clone() for name, t in get_partial_state_dict(model, parts, layers).items()}
+    if not tensors:
+        raise ValueError(f"Parts {parts!r} select no tensor of this model; its keys: {sorted(model.state_dict())}.")
+    path = Path(save_directory) / PARTIAL_WEIGHTS_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata={"format": "pt", PARTS_METADATA_KEY: ",".join(parse_parts(parts))})
+    return path
+
+
+@dataclass
+class LoadReport:
+    """What `load_partial_weights` did, by model key (`loaded`, `missing`) or checkpoint key (`skipped`).
+
+    loaded: model keys set from the checkpoint. skipped: checkpoint keys not selected (never read).
+    missing: selected model keys the checkpoint lacks (left at their init).
+    mismatched: (model key, model shape, checkpoint shape); never non-empty in a returned report.
+    """
+
+    loaded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    mismatched: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"loaded {len(self.loaded)}, skipped {len(self.skipped)}, missing {len(self.missing)}, "
+                f"mismatched {len(self.mismatched)}")
+
+
+def _hub_files(repo_id: str, filename: str) -> Path:
+    """Download one file of a Hub repo (cached); a clear error when the Hub cannot be reached."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return Path(hf_hub_download(repo_id, filename))
+    except Exception as error:  # offline mode, no network, missing repo or file: all say the same to the user
+        raise OSError(
+            f"Could not get {filename} of Hub repo {repo_id!r} ({type(error).__name__}: {error}). Is the Hub "
+            "reachable (HF_HUB_OFFLINE unset, network up) and the repo id right? Or pass a local checkpoint folder."
+        ) from error
+
+
+def checkpoint_weight_map(checkpoint: str | Path) -> tuple[dict[str, str], Callable[[str], Path]]:
+    """Key -> shard name of a checkpoint, and a function turning a shard name into a local file path.
+
+    `checkpoint` is a folder (a saved model or a Trainer run: see `resolve_model_folder`), a
+    `.safetensors` file, a `model.safetensors.index.json`, or a Hub repo id. Shards are only
+    fetched (Hub) or opened when one of their keys is read.
+    """
+    path = Path(checkpoint)
+    if path.is_file() and path.name.endswith(".json"):
+        index = json.loads(path.read_text())
+        return dict(index["weight_map"]), lambda shard: path.parent / shard
+    if path.is_file():
+        with safe_open(str(path), framework="pt") as handle:
+            return {key: path.name for key in handle.keys()}, lambda shard: path
+    if path.exists():
+        folder = path if (path / WEIGHTS_NAME).is_file() or (path / SHARDED_INDEX_NAME).is_file() else None
+        folder = folder or resolve_model_folder(path)
+        if (folder / SHARDED_INDEX_NAME).is_file():
+            return checkpoint_weight_map(folder / SHARDED_INDEX_NAME)
+        return checkpoint_weight_map(folder / WEIGHTS_NAME)
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", str(checkpoint)):
+        raise FileNotFoundError(f"No checkpoint at {checkpoint}: not a file or folder, and not a Hub repo id (owner/name).")
+    repo_id = str(checkpoint)
+    try:
+        index_file = _hub_files(repo_id, SHARDED_INDEX_NAME)
+    except OSError:
+        weights = _hub_files(repo_id, WEIGHTS_NAME)
+        return checkpoint_weight_map(weights)
+    weight_map = json.loads(index_file.read_text())["weight_map"]
+    return dict(weight_map), lambda shard: _hub_files(repo_id, shard)
+
+
+def _source_key(target: str, checkpoint_prefix: str, layer_map: Mapping[int, int] | None) -> str | None:
+    """Checkpoint key feeding model key `target` (layer renumbered by `layer_map`); None if unmapped."""
+    _, key = split_prefix(target)
+    layer = _layer_of(key)
+    if layer is not None and layer_map is not None:
+        if layer not in layer_map:
+            return None
+        key = re.sub(_LAYER, f"layers.{layer_map[layer]}.", key, count=1)
+    return checkpoint_prefix + key
+
+
+def _checkpoint_prefix(keys: Iterable[str]) -> str:
+    prefixes = {split[0] for split in map(split_prefix, keys) if split is not None}
+    if len(prefixes) != 1:
+        raise ValueError(f"Checkpoint has {'no' if not prefixes else 'several'} encoder key prefix(es) {sorted(prefixes)}; "
+                         "expected keys like '[prefix.]layers.0.attention.q_proj.weight'.")
+    return prefixes.pop()
+
+
+def load_partial_weights(
+    model: nn.Module,
+    checkpoint: str | Path,
+    parts: str | Iterable[str],
+    layers: Iterable[int] | None = None,
+    layer_map: Mapping[int, int] | None = None,
+) -> LoadReport:
+    """Copy the `parts` of `checkpoint` into `model`, reading only those tensors.
+
+    `layers` limits the model layers that receive weights; `layer_map` {model layer: checkpoint
+    layer} renumbers them between models of different depth (model layers it leaves out are not
+    loaded; one checkpoint layer may feed several). Raises when a selected tensor's shape differs
+    (listing every mismatch) or when nothing selected exists in the checkpoint.
+    """
+    weight_map, shard_path = checkpoint_weight_map(checkpoint)
+    prefix = _checkpoint_prefix(weight_map)
+    state = model.state_dict(keep_vars=True)
+    targets = select_keys(state, parts, layers)
+    if not targets:
+        raise ValueError(f"Parts {parts!r} (layers {layers}) select no key of the model; model keys: {sorted(state)}.")
+    sources = {t: _source_key(t, prefix, layer_map) for t in targets}
+    report = LoadReport()
+    report.missing = [t for t, s in sources.items() if s is not None and s not in weight_map]
+    wanted = {t: s for t, s in sources.items() if s is not None and s in weight_map}
+    if not wanted:
+        raise ValueError(f"Parts {parts!r} match no tensor of {checkpoint}: the model wants {sorted(filter(None, sources.values()))}; "
+                         f"the checkpoint holds {sorted(weight_map)}.")
+    by_shard: dict[str, list[str]] = {}
+    for target, source in wanted.items():
+        by_shard.setdefault(weight_map[source], []).append(target)
+    tensors: dict[str, torch.Tensor] = {}
+    for shard, shard_targets in by_shard.items():
+        with safe_open(str(shard_path(shard)), framework="pt", device="cpu") as handle:
+            for target in shard_targets:
+                shape = tuple(handle.get_slice(wanted[target]).get_shape())
+                if shape != tuple(state[target].shape):
+                    report.mismatched.append((target, tuple(state[target].shape), shape))
+                else:
+                    tensors[target] = handle.get_tensor(wanted[target])
+    if report.mismatched:
+        lines = "\n".join(f"  {k}: model {m}, checkpoint {c}" for k, m, c in report.mismatched)
+        raise ValueError(f"Shape mismatch between the model and {checkpoint} (same sizes and vocabulary needed, "
+                         f"or a layer_map for different depths):\n{lines}")
+    with torch.no_grad():
+        for target, tensor in tensors.items():
+            state[target].copy_(tensor)
+    report.loaded = list(tensors)
+    read = set(wanted.values())
+    report.skipped = [key for key in weight_map if key not in read]
+    return report
+
+
+__all__ = ["PARTIAL_WEIGHTS_NAME", "PART_PATTERNS", "LoadReport", "parse_parts", "split_prefix", "select_keys",
+           "get_partial_state_dict", "save_partial_state_dict", "checkpoint_weight_map", "load_partial_weights"]

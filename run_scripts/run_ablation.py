@@ -1,0 +1,63 @@
+"""Run an ablation grid (arms x seeds x tasks) and write results.csv, results.md and results.png.
+
+Usage:
+    # the paper's ablations on the default synthetic task (run_scripts/ablation_default.yaml)
+    python run_scripts/run_ablation.py --torch_threads 2
+
+    # a subset of arms and seeds, another output folder
+    python run_scripts/run_ablation.py --arms scratch,spt,hybrid_qk --seeds 0,1 --output_dir runs/abl
+
+    # cells on several processes (CPU: 2 ranks; GPUs: one rank per GPU)
+    accelerate launch --cpu --num_processes 2 run_scripts/run_ablation.py
+
+Re-running the same command skips finished cells and SPT checkpoints (resume after an interruption).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import torch
+from transformers import HfArgumentParser
+
+from hf_spt.ablation import load_grid, run_grid
+from hf_spt.ablation_report import RESULTS_MD_NAME
+
+DEFAULT_GRID_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ablation_default.yaml")
+
+
+@dataclass
+class AblationArguments:
+    grid_file: str = field(default=DEFAULT_GRID_FILE, metadata={"help": "Grid file (YAML or JSON)."})
+    output_dir: str | None = field(default=None, metadata={"help": "Overrides the grid's output_dir."})
+    arms: str | None = field(default=None, metadata={"help": "Run only these arms (comma-separated names)."})
+    seeds: str | None = field(default=None, metadata={"help": "Run only these seeds (comma-separated)."})
+    torch_threads: int | None = field(default=None, metadata={"help": "torch CPU threads per process."})
+
+
+def main(args: AblationArguments) -> None:
+    if args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
+        os.environ["OMP_NUM_THREADS"] = str(args.torch_threads)  # child processes of a multi-rank run
+    grid = load_grid(args.grid_file)
+    if args.output_dir is not None:
+        grid.output_dir = args.output_dir
+    if args.arms is not None:
+        wanted = args.arms.split(",")
+        unknown = sorted(set(wanted) - {arm.name for arm in grid.arms})
+        if unknown:
+            raise ValueError(f"--arms {unknown} not in {args.grid_file}; its arms: {[a.name for a in grid.arms]}.")
+        grid.arms = [arm for arm in grid.arms if arm.name in wanted]
+    if args.seeds is not None:
+        grid.seeds = [int(seed) for seed in args.seeds.split(",")]
+    run_grid(grid)
+    from accelerate import PartialState
+
+    if PartialState().is_main_process:
+        print(open(os.path.join(grid.output_dir, RESULTS_MD_NAME)).read())
+
+
+if __name__ == "__main__":
+    (ablation_args,) = HfArgumentParser(AblationArguments).parse_args_into_dataclasses()
+    main(ablation_args)

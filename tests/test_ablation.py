@@ -1,0 +1,102 @@
+"""Ablation grid: parsing, shared SPT checkpoints, resume after an interruption, report."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+
+import hf_spt.ablation as ablation
+from hf_spt.ablation import PretrainJob, cells, load_grid, parse_grid, pretrain_job, run_grid
+from hf_spt.ablation_report import gain_recovered, summarize
+
+DEFAULT_GRID = Path(__file__).parent.parent / "run_scripts" / "ablation_default.yaml"
+
+
+def tiny_grid(output_dir: Path, arms: list[dict]) -> dict:
+    return {"output_dir": str(output_dir), "seeds": [0, 1],
+            "tasks": {"m": {"task": "markov", "task_options": {"num_train": 32, "num_validation": 16,
+                                                                "num_test": 16, "length": 12}}},
+            "experiment": {"spt_epochs": 1, "finetune_epochs": 1, "trainer_options": {"report_to": "none"}},
+            "model": {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 16},
+            "arms": arms}
+
+
+ARMS = [{"name": "scratch"}, {"name": "spt", "pretrain": True}, {"name": "hybrid_qk", "init_parts": "qk"},
+        {"name": "frozen", "freeze": "attention"}]
+
+
+def test_interrupted_grid_resumes_without_redoing_finished_cells(tmp_path, monkeypatch):
+    torch.set_num_threads(1)
+    grid = parse_grid(tiny_grid(tmp_path, ARMS))
+    real_run_cell, done = ablation.run_cell, []
+
+    def interrupted_after_three(grid, cell):
+        if len(done) == 3:
+            raise KeyboardInterrupt
+        done.append(cell)
+        return real_run_cell(grid, cell)
+
+    monkeypatch.setattr(ablation, "run_cell", interrupted_after_three)
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(grid)
+    pretrain_folders = sorted((tmp_path / "pretrain").iterdir())
+    assert [p.name for p in pretrain_folders] == ["m_e1_L1_s0", "m_e1_L1_s1"]  # one per seed, shared by 2 arms
+    stamps = {p: (p / "phase.json").stat().st_mtime_ns for p in pretrain_folders}
+
+    rerun, pretrained = [], []
+    monkeypatch.setattr(ablation, "run_cell", lambda grid, cell: rerun.append(cell) or real_run_cell(grid, cell))
+    real_pretrain = ablation.pretrain
+    monkeypatch.setattr(ablation, "pretrain", lambda *a, **k: pretrained.append(a) or real_pretrain(*a, **k))
+    rows = run_grid(grid)
+    assert set(rerun) == set(cells(grid)) - set(done) and len(rerun) == 5
+    assert not pretrained and all((p / "phase.json").stat().st_mtime_ns == t for p, t in stamps.items())
+    assert len(rows) == 8
+    with open(tmp_path / "results.csv") as handle:
+        assert len(list(csv.DictReader(handle))) == 8
+    assert "| hybrid_qk |" in (tmp_path / "results.md").read_text()
+    assert (tmp_path / "results.png").stat().st_size > 0
+
+
+def test_arms_map_to_shared_checkpoints(tmp_path):
+    grid = parse_grid(tiny_grid(tmp_path, ARMS + [
+        {"name": "short", "pretrain_epochs": 3}, {"name": "deep", "pretrain": True, "num_layers": 4},
+        {"name": "cross", "pretrain_task": "other"}, {"name": "matched", "compute_matched": True}])
+        | {"pretrain_tasks": {"other": {"task": "markov", "task_options": {"steps": [2, 5]}}}})
+    jobs = {cell.arm: pretrain_job(grid, cell) for cell in cells(grid) if cell.seed == 1}
+    assert jobs["scratch"] is None and jobs["frozen"] is None and jobs["matched"] is None
+    assert jobs["spt"] == jobs["hybrid_qk"] == PretrainJob("m", 1.0, 1, 1)
+    assert jobs["short"] == PretrainJob("m", 3.0, 1, 1)
+    assert jobs["deep"] == PretrainJob("m", 1.0, 4, 1)
+    assert jobs["cross"] == PretrainJob("other", 1.0, 1, 1)
+
+
+@pytest.mark.parametrize("arm, message", [
+    ({"name": "x", "init_parts": "qk,attn"}, "valid parts"),
+    ({"name": "x", "lr": 1}, "unknown setting"),
+    ({"name": "x", "pretrain_task": "nowhere"}, "not in tasks or pretrain_tasks"),
+    ({"name": "x", "compute_matched": True, "pretrain": True}, "scratch control"),
+])
+def test_bad_grids_give_clear_errors(tmp_path, arm, message):
+    with pytest.raises(ValueError, match=message):
+        parse_grid(tiny_grid(tmp_path, [arm]))
+
+
+def test_default_grid_holds_the_papers_arms():
+    grid = load_grid(DEFAULT_GRID)
+    names = {arm.name for arm in grid.arms}
+    assert {"scratch", "scratch_compute_matched", "spt", "scratch_frozen_attention", "hybrid_qk", "hybrid_attention",
+            "hybrid_mlp", "spt_cross_task", "spt_1_epochs", "spt_10_epochs", "spt_50_epochs", "spt_4_layers"} <= names
+    assert grid.seeds == [0, 1, 2] and grid.model["num_hidden_layers"] == 1
+
+
+def test_gain_recovered_is_relative_to_scratch_and_spt():
+    rows = [{"task": "t", "arm": arm, "seed": s, "test_accuracy": acc}
+            for arm, accs in {"scratch": [0.5, 0.6], "spt": [0.9, 0.9], "hybrid_qk": [0.8, 0.8]}.items()
+            for s, acc in enumerate(accs)]
+    summary = summarize(rows)["t"]
+    assert summary["scratch"]["mean"] == pytest.approx(0.55)
+    assert gain_recovered(summary, "hybrid_qk") == pytest.approx(0.25 / 0.35)
+    assert gain_recovered(summary, "scratch") == pytest.approx(0.0)
