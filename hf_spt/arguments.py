@@ -69,6 +69,14 @@ class ExperimentArguments:
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay, both phases."})
     warmup_steps: float = field(default=0.1, metadata={"help": "Linear warm-up: steps, or a fraction of all steps (<1)."})
     lr_scheduler_type: str = field(default="linear", metadata={"help": "Learning-rate schedule, both phases."})
+    log_proximity: bool = field(
+        default=False,
+        metadata={"help": "Log attention proximity scores per layer and head of a fixed validation probe batch "
+        "(to the Trainer's loggers and proximity_log.json in each phase folder); see hf_spt.analysis.callback."},
+    )
+    proximity_every_n_steps: int | None = field(
+        default=None, metadata={"help": "With --log_proximity: log every N steps instead of at each evaluation."}
+    )
     trainer_options: dict[str, Any] | None = field(
         default=None,
         metadata={"help": "Further TrainingArguments for both phases (JSON), e.g. "
