@@ -210,3 +210,54 @@ def test_frequency_buckets_and_bucket_losses_by_hand():
     rows = bucket_losses(loss_sum, count, buckets, counts)
     assert rows[0] == {"bucket": 0, "token_types": 2, "train_share": 0.75, "predictions": 4, "mean_loss": 1.5}
     assert rows[1]["mean_loss"] == pytest.approx(5.0)
+
+
+# --- callback and run_analysis on a tiny compare run -------------------------------------------
+
+TINY_TASK = {"num_train": 48, "num_validation": 16, "num_test": 16, "length": 12}
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    """A tiny compare run (SPT, fine-tuning, scratch) with --log_proximity."""
+    from hf_spt.arguments import DataArguments, ExperimentArguments, ModelArguments
+    from hf_spt.pipeline import run_experiment
+
+    output = tmp_path_factory.mktemp("run")
+    run_experiment(
+        DataArguments(task="markov", task_options=TINY_TASK),
+        ModelArguments(hidden_size=16, num_attention_heads=2, intermediate_size=32),
+        ExperimentArguments(output_dir=str(output), spt_epochs=2, finetune_epochs=1, log_proximity=True,
+                            trainer_options={"report_to": "none", "disable_tqdm": True}),
+    )
+    return output
+
+
+def test_callback_logs_proximity_to_trainer_logs_and_json(tiny_run):
+    records = json.loads((tiny_run / "pretrain" / "proximity_log.json").read_text())
+    # train begin, each epoch's evaluation, and the final evaluation of the best model
+    assert [r["step"] for r in records] == [0, 2, 4, 4]
+    key = "proximity/layer0/near2_ratio"
+    assert records[0][key] == pytest.approx(1.0, abs=0.05)  # near-uniform attention at init
+    assert {f"proximity/layer0/head{h}/mean_distance_ratio" for h in range(2)} <= set(records[0])
+    history = json.loads((tiny_run / "pretrain" / "log_history.json").read_text())
+    assert sum(key in entry for entry in history) == len(records)  # went through trainer.log
+    assert (tiny_run / "scratch" / "proximity_log.json").is_file()
+
+
+def test_run_analysis_writes_report_for_several_models(tiny_run, tmp_path):
+    command = [sys.executable, str(ROOT / "run_scripts" / "run_analysis.py"), "--task", "markov",
+               "--task_options", json.dumps(TINY_TASK), "--model", str(tiny_run / "scratch"), str(tiny_run / "spt"),
+               str(tiny_run / "pretrain"), "--output_dir", str(tmp_path), "--num_examples", "8",
+               "--probe_batch_size", "8", "--weight_decay_sweep", "0.1", "--frequency_buckets", "2"]
+    subprocess.run(command, check=True, capture_output=True, env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+                                                                   "PATH": "/usr/bin:/bin"})
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert set(report["proximity"]) == {"scratch", "spt", "pretrain"}
+    assert set(report["positional_kernel"]) == {"scratch", "spt", "pretrain"}
+    assert set(report["gradient_probe"]) == {"random_init", "uniform_attention"}
+    assert set(report["token_frequency"]) == {"pretrain", "weight_decay=0.1"}
+    for name in ("scratch_attention_layer0.png", "spt_kernel.png", "proximity_profile.png",
+                 "proximity_during_training.png", "score_gradient_by_offset.png", "token_frequency.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert "## Positional kernel" in (tmp_path / "report.md").read_text()
