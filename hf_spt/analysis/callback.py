@@ -36,6 +36,8 @@ class ProximityCallback(TrainerCallback):
     ):
         if len(probe_sequences) == 0:
             raise ValueError("ProximityCallback needs at least one probe sequence.")
+        if trainer.processing_class is None:
+            raise ValueError("ProximityCallback pads the probe batch with the trainer's tokenizer: pass processing_class.")
         self.trainer = trainer
         self.batch = next(padded_batches(probe_sequences, trainer.processing_class, len(probe_sequences)))
         self.near = near

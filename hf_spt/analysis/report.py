@@ -139,11 +139,7 @@ def _gradient_section(config, task: Task, args: AnalysisArguments, folder: Path)
     masking = DataCollatorForSpt(task.tokenizer, mlm_probability=task.preset.mlm_probability, seed=args.seed)
     masked = masking([{"input_ids": ids} for ids in train["input_ids"]])
     probe_config = config.__class__.from_dict(config.to_dict())
-    torch.set_default_dtype(torch.float64)
-    try:
-        report = gradient_probe(probe_config, dict(masked), labelled, seed=args.seed)
-    finally:
-        torch.set_default_dtype(torch.float32)
+    report = gradient_probe(probe_config, dict(masked), labelled, seed=args.seed)
     lines = ["## Score-gradient probe (layer 0, float64)", "",
              f"Gradients of the mean loss over {len(train)} training sequences w.r.t. the attention scores, at a fresh "
              "random init of the model's config and at exactly uniform attention (W_Q = W_K = 0). `averaged` is the "
