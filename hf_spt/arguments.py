@@ -160,6 +160,14 @@ class ExperimentArguments:
     hub_model_id: str | None = field(
         default=None, metadata={"help": "Hub repo prefix: phases go to HUB_MODEL_ID-pretrain, -spt, -scratch."}
     )
+    log_proximity: bool = field(
+        default=False,
+        metadata={"help": "Log attention proximity scores per layer and head of a fixed validation probe batch "
+        "(to the Trainer's loggers and proximity_log.json in each phase folder); see hf_spt.analysis.callback."},
+    )
+    proximity_every_n_steps: int | None = field(
+        default=None, metadata={"help": "With --log_proximity: log every N steps instead of at each evaluation."}
+    )
     trainer_options: str | None = field(
         default=None,
         metadata={"help": "Further TrainingArguments for both phases (JSON), e.g. "

@@ -21,6 +21,7 @@ from accelerate import PartialState
 from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
+from .analysis.callback import ProximityCallback
 from .arguments import DataArguments, ExperimentArguments, ModelArguments
 from .backbone_classifier import BackboneClassifierConfig
 from .backbones import (
@@ -45,6 +46,7 @@ from .tasks import Task, load_task
 
 PHASE_RESULT_NAME = "phase.json"
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")
+PROXIMITY_PROBE_SIZE = 32
 
 
 def fit_lengths(task: Task, max_length: int, truncation: bool) -> Task:
@@ -158,6 +160,13 @@ def _trainer_kwargs(
     return kwargs
 
 
+def _attach_probes(trainer, task: Task, exp: ExperimentArguments) -> None:
+    """With --log_proximity, log proximity scores of the first validation inputs during training."""
+    if exp.log_proximity:
+        probe = task.dataset["validation"]["input_ids"][:PROXIMITY_PROBE_SIZE]
+        ProximityCallback.attach(trainer, probe, every_n_steps=exp.proximity_every_n_steps)
+
+
 def _finished(folder: Path) -> dict[str, Any] | None:
     result = folder / PHASE_RESULT_NAME
     return json.loads(result.read_text()) if result.is_file() else None
@@ -203,6 +212,7 @@ def pretrain(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
         data_collator=pretraining_collator(task.tokenizer, exp.spt_objective),
     )
+    _attach_probes(trainer, task, exp)
     start = time.perf_counter()
     _train(trainer, folder)
     metrics = trainer.evaluate()
@@ -250,6 +260,7 @@ def finetune(
     trainer = FinetuneTrainer(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
     )
+    _attach_probes(trainer, task, exp)
     start = time.perf_counter()
     _train(trainer, folder)
     validation = trainer.evaluate()

@@ -1,0 +1,187 @@
+"""MLM loss per token, grouped by how often the token occurs in the training inputs.
+
+"The Fair Language Model Paradox" (arXiv 2410.11985, science.md §3): token-level training
+with weight decay degrades rare tokens disproportionately, and the average loss hides it.
+This module counts token frequencies on the training inputs, groups token types into
+frequency buckets (bucket 0 = most frequent), measures the masked-token loss of each bucket,
+and repeats it for tiny MLMs trained with several weight decays.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from datasets import Dataset
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from ..collator import DataCollatorForSpt
+
+
+def token_counts(sequences: Sequence[Sequence[int]], vocab_size: int, special_ids: Sequence[int]) -> torch.Tensor:
+    """Occurrences (V,) of every token id in `sequences`; special tokens are not counted."""
+    counts = torch.zeros(vocab_size, dtype=torch.long)
+    for ids in sequences:
+        counts += torch.bincount(torch.as_tensor(list(ids), dtype=torch.long), minlength=vocab_size)[:vocab_size]
+    counts[list(special_ids)] = 0
+    return counts
+
+
+def frequency_buckets(counts: torch.Tensor, num_buckets: int) -> torch.Tensor:
+    """Bucket (V,) of each token type seen in training: equal numbers of types per bucket, 0 = most frequent.
+
+    Unseen and special tokens get -1. Ties are broken by token id, so the split is deterministic.
+    """
+    seen = torch.nonzero(counts > 0).flatten()
+    if len(seen) < num_buckets:
+        raise ValueError(f"Only {len(seen)} token types occur in training; use at most that many buckets.")
+    order = seen[torch.argsort(-counts[seen], stable=True)]  # stable: ties stay in id order
+    buckets = torch.full_like(counts, -1)
+    for bucket, chunk in enumerate(torch.tensor_split(order, num_buckets)):
+        buckets[chunk] = bucket
+    return buckets
+
+
+@torch.no_grad()
+def per_token_mlm_loss(
+    model: PreTrainedModel,
+    sequences: Sequence[Sequence[int]],
+    tokenizer: PreTrainedTokenizerBase,
+    mlm_probability: float = 0.15,
+    batch_size: int = 64,
+    rounds: int = 1,
+    seed: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed cross-entropy and count of masked predictions (V,) per target token id.
+
+    Tokens are masked as in SPT (`DataCollatorForSpt`, seeded); `rounds` passes over the data
+    with fresh masks give each token more masked occurrences.
+    """
+    collate = DataCollatorForSpt(tokenizer, mlm_probability=mlm_probability, seed=seed)
+    vocab = model.config.vocab_size
+    loss_sum = torch.zeros(vocab, dtype=torch.float64)
+    count = torch.zeros(vocab, dtype=torch.float64)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    for _ in range(rounds):
+        for start in range(0, len(sequences), batch_size):
+            batch = collate([{"input_ids": list(ids)} for ids in sequences[start : start + batch_size]])
+            labels = batch["labels"]
+            logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
+                           labels=labels.to(device)).logits  # (N, V) at masked positions
+            targets = labels[labels != -100]
+            losses = torch.nn.functional.cross_entropy(logits.double().cpu(), targets, reduction="none")
+            loss_sum.index_add_(0, targets, losses)
+            count.index_add_(0, targets, torch.ones_like(losses))
+    model.train(was_training)
+    return loss_sum, count
+
+
+def bucket_losses(
+    loss_sum: torch.Tensor, count: torch.Tensor, buckets: torch.Tensor, counts: torch.Tensor
+) -> list[dict[str, float | int]]:
+    """One row per bucket: token types, share of training tokens, masked predictions, mean loss."""
+    rows = []
+    total = float(counts.sum())
+    for bucket in range(int(buckets.max()) + 1):
+        members = buckets == bucket
+        predictions = float(count[members].sum())
+        rows.append({
+            "bucket": bucket,
+            "token_types": int(members.sum()),
+            "train_share": float(counts[members].sum()) / total,
+            "predictions": int(predictions),
+            "mean_loss": float(loss_sum[members].sum()) / predictions if predictions else float("nan"),
+        })
+    return rows
+
+
+def frequency_table(
+    model: PreTrainedModel,
+    train_sequences: Sequence[Sequence[int]],
+    eval_sequences: Sequence[Sequence[int]],
+    tokenizer: PreTrainedTokenizerBase,
+    num_buckets: int = 4,
+    mlm_probability: float = 0.15,
+    rounds: int = 1,
+    seed: int = 0,
+) -> list[dict[str, float | int]]:
+    """Per-bucket MLM loss of `model` on `eval_sequences`, buckets counted on `train_sequences`."""
+    counts = token_counts(train_sequences, model.config.vocab_size, tokenizer.all_special_ids)
+    buckets = frequency_buckets(counts, num_buckets)
+    loss_sum, count = per_token_mlm_loss(model, eval_sequences, tokenizer, mlm_probability, rounds=rounds, seed=seed)
+    return bucket_losses(loss_sum, count, buckets, counts)
+
+
+def weight_decay_sweep(
+    config,
+    train_dataset: Dataset,
+    eval_dataset: Dataset,
+    tokenizer: PreTrainedTokenizerBase,
+    weight_decays: Sequence[float],
+    epochs: float = 1.0,
+    learning_rate: float = 1e-3,
+    batch_size: int = 32,
+    num_buckets: int = 4,
+    mlm_probability: float = 0.15,
+    seed: int = 0,
+) -> dict[str, list[dict[str, float | int]]]:
+    """Train one tiny MLM per weight decay (same seed and data) and tabulate its per-bucket losses."""
+    from ..modeling_spt import SptForMaskedLM
+    from ..spt_config import SptTrainingArguments
+    from ..spt_trainer import SptTrainer
+
+    tables = {}
+    for decay in weight_decays:
+        torch.manual_seed(seed)
+        model = SptForMaskedLM(config)
+        with tempfile.TemporaryDirectory() as folder:
+            args = SptTrainingArguments(
+                output_dir=folder, num_train_epochs=epochs, learning_rate=learning_rate, weight_decay=decay,
+                per_device_train_batch_size=batch_size, mlm_probability=mlm_probability, seed=seed,
+                eval_strategy="no", save_strategy="no", load_best_model_at_end=False, logging_strategy="no",
+                report_to="none", disable_tqdm=True,
+            )
+            SptTrainer(model, args, train_dataset, processing_class=tokenizer).train()
+        tables[f"weight_decay={decay:g}"] = frequency_table(
+            model, train_dataset["input_ids"], eval_dataset["input_ids"], tokenizer, num_buckets, mlm_probability,
+            seed=seed,
+        )
+    return tables
+
+
+def plot_bucket_losses(tables: dict[str, list[dict[str, float | int]]], path: str | Path, title: str) -> Path:
+    """Mean MLM loss per frequency bucket, one line per table (model or weight decay)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(5, 3.5))
+    for name, rows in tables.items():
+        axis.plot([row["bucket"] for row in rows], [row["mean_loss"] for row in rows], marker="o", label=name)
+    axis.set_xlabel("frequency bucket (0 = most frequent)")
+    axis.set_ylabel("mean masked-token loss")
+    axis.set_title(title)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return Path(path)
+
+
+def bucket_markdown(tables: dict[str, list[dict[str, float | int]]]) -> str:
+    """Markdown table: one row per (table, bucket)."""
+    lines = ["| model | bucket | token types | train share | predictions | mean loss |", "|---|---|---|---|---|---|"]
+    for name, rows in tables.items():
+        for row in rows:
+            lines.append(f"| {name} | {row['bucket']} | {row['token_types']} | {row['train_share']:.3f} "
+                         f"| {row['predictions']} | {row['mean_loss']:.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["token_counts", "frequency_buckets", "per_token_mlm_loss", "bucket_losses", "frequency_table",
+           "weight_decay_sweep", "plot_bucket_losses", "bucket_markdown"]

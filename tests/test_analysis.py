@@ -1,0 +1,263 @@
+"""Tests of hf_spt.analysis: hand-checked small cases for every probe, on tiny models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+from hf_spt import SptConfig, SptForMaskedLM, SptForSequenceClassification
+from hf_spt.analysis.gradient_probe import gradient_probe, report_score_gradient, row_split, score_gradients
+from hf_spt.analysis.positional_kernel import positional_kernel, relative_share
+from hf_spt.analysis.proximity import ProximityStats, proximity_scores
+from hf_spt.analysis.token_frequency import bucket_losses, frequency_buckets, token_counts
+from hf_spt.modeling_spt import SptAttention
+from hf_spt.tokenization_spt import build_word_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tiny_config(**overrides) -> SptConfig:
+    sizes = dict(vocab_size=24, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                 max_position_embeddings=16, num_labels=2)
+    return SptConfig(**{**sizes, **overrides})
+
+
+# --- proximity -------------------------------------------------------------------------------
+
+def test_proximity_of_identity_attention_is_hand_computed():
+    """Attention on the diagonal only, T = 5: mass within |i-j|<=1 is 1, uniform mass is (2+3+3+3+2)/25."""
+    probs = torch.eye(5)[None, None]  # (1, 1, 5, 5)
+    scores = proximity_scores((probs,), None, near=1)[0]
+    uniform = (2 + 3 + 3 + 3 + 2) / 25
+    assert scores["near1_mass"] == pytest.approx([1.0])
+    assert scores["near1_uniform"] == pytest.approx(uniform)
+    assert scores["near1_ratio"] == pytest.approx([1 / uniform])
+    assert scores["mean_distance"] == pytest.approx([0.0])
+    # uniform mean |i-j| over 5 tokens: sum of |i-j| over all pairs = 40, / 25
+    assert scores["mean_distance_uniform"] == pytest.approx(40 / 25)
+
+
+def test_proximity_respects_padding_and_uniform_attention_scores_one():
+    """Uniform attention over the real tokens scores exactly 1; padded keys and rows are ignored."""
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    probs = mask[:, None, None, :].double().expand(2, 1, 5, 5)
+    probs = probs / probs.sum(-1, keepdim=True)
+    scores = proximity_scores((probs,), mask, near=1)[0]
+    assert scores["near1_ratio"] == pytest.approx([1.0])
+    assert scores["mean_distance_ratio"] == pytest.approx([1.0])
+
+
+def test_proximity_profile_of_previous_token_attention():
+    """Every query (but the first) attends to its left neighbour: the profile is 1 at d = -1."""
+    probs = torch.zeros(1, 1, 4, 4)
+    probs[0, 0, 0, 0] = 1
+    for i in range(1, 4):
+        probs[0, 0, i, i - 1] = 1
+    stats = ProximityStats(max_distance=3)
+    stats.update(probs, None)
+    distances, profile = stats.profile()
+    assert distances == [-3, -2, -1, 0, 1, 2, 3]
+    assert profile[0].tolist() == pytest.approx([0, 0, 1, 1 / 4, 0, 0, 0])
+
+
+# --- positional kernel -----------------------------------------------------------------------
+
+def test_relative_share_of_toeplitz_and_random_kernels():
+    index = torch.arange(12)
+    toeplitz = torch.exp(-(index[:, None] - index[None, :]).abs().double())
+    assert float(relative_share(toeplitz)) == pytest.approx(1.0)
+    random = torch.randn(3, 12, 12, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert float(relative_share(random).max()) < 0.35
+
+
+def test_positional_kernel_matches_the_attention_logits_of_positions_alone():
+    """With zero token embeddings, unit LayerNorm and no q/k bias, the kernel is the layer's logits up to LN's division."""
+    config = tiny_config()
+    model = SptForMaskedLM(config)
+    kernel = positional_kernel(model, length=8)
+    assert kernel.shape == (2, 8, 8)
+    table = model.spt.embeddings.position_table()[:8].double()
+    attention = model.spt.layers[0].attention
+    q = (table @ attention.q_proj.weight.double().T)[:, :8]
+    k = (table @ attention.k_proj.weight.double().T)[:, :8]
+    assert torch.allclose(kernel[0], q @ k.T * 8**-0.5)
+
+
+def test_positional_kernel_needs_an_additive_table():
+    with pytest.raises(ValueError, match="no additive position table"):
+        positional_kernel(SptForMaskedLM(tiny_config(position_embedding_type="rotary")))
+
+
+# --- gradient probe --------------------------------------------------------------------------
+
+class UniformAttentionModel(nn.Module):
+    """The paper's simplified setting: token-only embeddings, one attention layer (residual kept), mean pooling.
+
+    `head` is a linear classifier on the mean-pooled states (supervised) or a linear decoder at
+    masked positions (MLM). Positions would enter only queries and keys, which are zero here.
+    """
+
+    def __init__(self, vocab: int, dim: int, outputs: int, mlm: bool):
+        super().__init__()
+        self.config = SptConfig(vocab_size=vocab, hidden_size=dim, num_attention_heads=2,
+                                position_embedding_type="none")
+        self.config._attn_implementation = "eager"
+        self.embed = nn.Embedding(vocab, dim)
+        self.attention = SptAttention(self.config, 0)
+        self.head = nn.Linear(dim, outputs)
+        self.mlm = mlm
+        with torch.no_grad():
+            for projection in (self.attention.q_proj, self.attention.k_proj):
+                projection.weight.zero_()
+                projection.bias.zero_()
+
+    def forward(self, input_ids, labels):
+        states = self.embed(input_ids)
+        states = states + self.attention(states, None)[0]
+        if self.mlm:
+            masked = labels != -100
+            return SimpleNamespace(loss=nn.functional.cross_entropy(self.head(states[masked]), labels[masked]))
+        return SimpleNamespace(loss=nn.functional.cross_entropy(self.head(states.mean(1)), labels))
+
+
+def local_sequences(count: int, length: int, vocab: int, generator: torch.Generator) -> torch.Tensor:
+    """Sequences where the next token is mostly the current one + 1: neighbours predict each other."""
+    rows = torch.empty(count, length, dtype=torch.long)
+    rows[:, 0] = torch.randint(vocab, (count,), generator=generator)
+    for t in range(1, length):
+        fresh = torch.randint(vocab, (count,), generator=generator)
+        follow = torch.rand(count, generator=generator) < 0.8
+        rows[:, t] = torch.where(follow, (rows[:, t - 1] + 1) % vocab, fresh)
+    return rows
+
+
+def shift_closed(rows: torch.Tensor) -> torch.Tensor:
+    """Every cyclic shift of every row: (count * length, length)."""
+    return torch.cat([torch.roll(rows, shifts=s, dims=1) for s in range(rows.shape[1])])
+
+
+def test_averaged_supervised_score_gradient_is_blind_at_uniform_attention():
+    torch.manual_seed(0)
+    torch.set_default_dtype(torch.float64)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        vocab, length, mask_id = 10, 8, 9
+        base = local_sequences(3, length, vocab - 1, generator)
+        inputs = shift_closed(base)
+        labels = torch.arange(3).repeat(length) % 2  # a shift keeps its sequence's label
+        supervised = score_gradients(UniformAttentionModel(vocab, 8, 2, mlm=False), {"input_ids": inputs, "labels": labels})[0]
+        report = report_score_gradient(supervised, None)
+        assert report.per_example_orthogonal > 1e-3  # each example's own gradient is not zero...
+        assert report.averaged_orthogonal < 1e-12 * report.per_example_orthogonal  # ...their average is
+        assert report.averaged_along_ones < 1e-12 * report.per_example_orthogonal  # softmax ignores row constants
+
+        masked = torch.rand(inputs.shape, generator=generator) < 0.3
+        mlm_inputs = inputs.masked_fill(masked, mask_id)
+        mlm_labels = inputs.masked_fill(~masked, -100)
+        mlm = score_gradients(UniformAttentionModel(vocab, 8, vocab, mlm=True), {"input_ids": mlm_inputs, "labels": mlm_labels})[0]
+        mlm_report = report_score_gradient(mlm, None)
+        assert mlm_report.averaged_orthogonal > 1e-3 * mlm_report.per_example_orthogonal
+        assert mlm_report.coherence > 1e3 * report.coherence
+
+        # the check can fail: without the shift closure the averaged supervised gradient is not zero
+        partial = score_gradients(UniformAttentionModel(vocab, 8, 2, mlm=False),
+                                  {"input_ids": inputs[:-1], "labels": labels[:-1]})[0]
+        partial_report = report_score_gradient(partial, None)
+        assert partial_report.averaged_orthogonal > 1e-6 * partial_report.per_example_orthogonal
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def test_row_split_respects_padded_keys():
+    gradient = torch.tensor([[[1.0, 2.0, 9.0]]])
+    along, orthogonal = row_split(gradient, torch.tensor([[1, 1, 0]]))
+    assert along.tolist() == [[[1.5, 1.5, 0.0]]]
+    assert orthogonal.tolist() == [[[-0.5, 0.5, 0.0]]]
+
+
+def test_gradient_probe_on_spt_models_reports_both_states():
+    config = tiny_config()
+    inputs = torch.randint(4, 24, (4, 10))
+    labels = inputs.clone()
+    labels[:, ::3] = -100
+    report = gradient_probe(config, {"input_ids": inputs, "labels": labels},
+                            {"input_ids": inputs, "labels": torch.tensor([0, 1, 0, 1])})
+    assert set(report) == {"random_init", "uniform_attention"}
+    for state in report.values():
+        for loss in ("mlm", "supervised"):
+            layer = state[loss][0]
+            assert layer["per_example_orthogonal"] > 0
+            assert layer["averaged_along_ones"] < 1e-9 * layer["per_example_orthogonal"]
+    assert config._attn_implementation == "sdpa"  # the probe restored it
+
+
+# --- token frequency -------------------------------------------------------------------------
+
+def test_frequency_buckets_and_bucket_losses_by_hand():
+    counts = token_counts([[4, 4, 4, 5, 5, 6], [4, 7]], vocab_size=8, special_ids=[0, 1, 2, 3])
+    assert counts.tolist() == [0, 0, 0, 0, 4, 2, 1, 1]
+    buckets = frequency_buckets(counts, 2)
+    assert buckets.tolist() == [-1, -1, -1, -1, 0, 0, 1, 1]
+    loss_sum = torch.tensor([0, 0, 0, 0, 2.0, 4.0, 9.0, 1.0], dtype=torch.float64)
+    count = torch.tensor([0, 0, 0, 0, 2.0, 2.0, 1.0, 1.0], dtype=torch.float64)
+    rows = bucket_losses(loss_sum, count, buckets, counts)
+    assert rows[0] == {"bucket": 0, "token_types": 2, "train_share": 0.75, "predictions": 4, "mean_loss": 1.5}
+    assert rows[1]["mean_loss"] == pytest.approx(5.0)
+
+
+# --- callback and run_analysis on a tiny compare run -------------------------------------------
+
+TINY_TASK = {"num_train": 48, "num_validation": 16, "num_test": 16, "length": 12}
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    """A tiny compare run (SPT, fine-tuning, scratch) with --log_proximity."""
+    from hf_spt.arguments import DataArguments, ExperimentArguments, ModelArguments
+    from hf_spt.pipeline import run_experiment
+
+    output = tmp_path_factory.mktemp("run")
+    run_experiment(
+        DataArguments(task="markov", task_options=TINY_TASK),
+        ModelArguments(hidden_size=16, num_attention_heads=2, intermediate_size=32),
+        ExperimentArguments(output_dir=str(output), spt_epochs=2, finetune_epochs=1, log_proximity=True,
+                            trainer_options={"report_to": "none", "disable_tqdm": True}),
+    )
+    return output
+
+
+def test_callback_logs_proximity_to_trainer_logs_and_json(tiny_run):
+    records = json.loads((tiny_run / "pretrain" / "proximity_log.json").read_text())
+    # train begin, each epoch's evaluation, and the final evaluation of the best model
+    assert [r["step"] for r in records] == [0, 2, 4, 4]
+    key = "proximity/layer0/near2_ratio"
+    assert records[0][key] == pytest.approx(1.0, abs=0.05)  # near-uniform attention at init
+    assert {f"proximity/layer0/head{h}/mean_distance_ratio" for h in range(2)} <= set(records[0])
+    history = json.loads((tiny_run / "pretrain" / "log_history.json").read_text())
+    assert sum(key in entry for entry in history) == len(records)  # went through trainer.log
+    assert (tiny_run / "scratch" / "proximity_log.json").is_file()
+
+
+def test_run_analysis_writes_report_for_several_models(tiny_run, tmp_path):
+    command = [sys.executable, str(ROOT / "run_scripts" / "run_analysis.py"), "--task", "markov",
+               "--task_options", json.dumps(TINY_TASK), "--model", str(tiny_run / "scratch"), str(tiny_run / "spt"),
+               str(tiny_run / "pretrain"), "--output_dir", str(tmp_path), "--num_examples", "8",
+               "--probe_batch_size", "8", "--weight_decay_sweep", "0.1", "--frequency_buckets", "2"]
+    subprocess.run(command, check=True, capture_output=True, env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+                                                                   "PATH": "/usr/bin:/bin"})
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert set(report["proximity"]) == {"scratch", "spt", "pretrain"}
+    assert set(report["positional_kernel"]) == {"scratch", "spt", "pretrain"}
+    assert set(report["gradient_probe"]) == {"random_init", "uniform_attention"}
+    assert set(report["token_frequency"]) == {"pretrain", "weight_decay=0.1"}
+    for name in ("scratch_attention_layer0.png", "spt_kernel.png", "proximity_profile.png",
+                 "proximity_during_training.png", "score_gradient_by_offset.png", "token_frequency.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert "## Positional kernel" in (tmp_path / "report.md").read_text()
