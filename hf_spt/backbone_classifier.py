@@ -11,16 +11,13 @@ the same head. It saves and loads like any model once `hf_spt` is imported
 
 from __future__ import annotations
 
-import torch
 from huggingface_hub.dataclasses import strict
 from torch import nn
 from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedModel
 from transformers.configuration_utils import SubConfigSpec
-from transformers.loss.loss_utils import ForSequenceClassificationLoss
-from transformers.modeling_outputs import SequenceClassifierOutput
 
+from .classification_head import PooledClassifierMixin, classifier_features
 from .configuration_spt import POOLING_TYPES
-from .pooling import pool, pooled_size
 
 
 @strict
@@ -54,7 +51,7 @@ class BackboneClassifierConfig(PreTrainedConfig):
         return self.backbone.hidden_size
 
 
-class BackboneForSequenceClassification(PreTrainedModel):
+class BackboneForSequenceClassification(PooledClassifierMixin, PreTrainedModel):
     """`AutoModel` backbone, pooling over real tokens (`config.pooling`), dropout and a linear classifier."""
 
     config_class = BackboneClassifierConfig
@@ -71,8 +68,7 @@ class BackboneForSequenceClassification(PreTrainedModel):
         self.num_labels = config.num_labels
         self.backbone = AutoModel.from_config(config.backbone)
         self.dropout = nn.Dropout(config.classifier_dropout)
-        features = pooled_size(config.hidden_size, config.pooling) * (4 if config.two_tower else 1)
-        self.classifier = nn.Linear(features, config.num_labels)
+        self.classifier = nn.Linear(classifier_features(config.hidden_size, config.pooling, config.two_tower), config.num_labels)
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -90,44 +86,6 @@ class BackboneForSequenceClassification(PreTrainedModel):
                 f"The backbone weights do not match this classifier's {type(self.backbone).__name__}: "
                 f"missing {result.missing_keys}, unexpected {result.unexpected_keys}."
             )
-
-    def _encode(self, input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states):
-        outputs = self.backbone(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            inputs_embeds=inputs_embeds,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-        )
-        return outputs, pool(outputs.last_hidden_state, attention_mask, self.config.pooling)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        pair_input_ids: torch.Tensor | None = None,
-        pair_attention_mask: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> SequenceClassifierOutput | tuple:
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        outputs, pooled = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states)
-        if self.config.two_tower:
-            if pair_input_ids is None:
-                raise ValueError("This model is two-tower (config.two_tower=True): pass pair_input_ids too.")
-            _, pair_pooled = self._encode(pair_input_ids, pair_attention_mask, None, False, False)
-            pooled = torch.cat((pooled, pair_pooled, pooled * pair_pooled, pooled - pair_pooled), dim=-1)
-        logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
-        loss = None if labels is None else ForSequenceClassificationLoss(labels, logits, self.config)
-        output = SequenceClassifierOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        )
-        return output if return_dict else output.to_tuple()
 
 
 __all__ = ["BackboneClassifierConfig", "BackboneForSequenceClassification"]

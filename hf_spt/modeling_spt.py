@@ -15,13 +15,12 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.loss.loss_utils import ForSequenceClassificationLoss
 from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput
+from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .configuration_spt import SptConfig
-from .pooling import pool, pooled_size
+from .classification_head import PooledClassifierMixin, classifier_features
 from .positions import alibi_bias, alibi_slopes, apply_rotary, rotary_cos_sin, rotary_inverse_frequencies, sinusoidal_table
 
 
@@ -367,7 +366,7 @@ class SptForMaskedLM(SptPreTrainedModel):
         return output if return_dict else output.to_tuple()
 
 
-class SptForSequenceClassification(SptPreTrainedModel):
+class SptForSequenceClassification(PooledClassifierMixin, SptPreTrainedModel):
     """Encoder, pooling over real tokens (`config.pooling`), dropout and a linear classifier.
 
     With `config.two_tower`, a second sequence (`pair_input_ids`, `pair_attention_mask`) goes
@@ -381,47 +380,8 @@ class SptForSequenceClassification(SptPreTrainedModel):
         self.spt = SptModel(config)
         dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
         self.dropout = nn.Dropout(dropout)
-        features = pooled_size(config.hidden_size, config.pooling) * (4 if config.two_tower else 1)
-        self.classifier = nn.Linear(features, config.num_labels)
+        self.classifier = nn.Linear(classifier_features(config.hidden_size, config.pooling, config.two_tower), config.num_labels)
         self.post_init()
-
-    def _encode(self, input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states):
-        outputs = self.spt(
-            input_ids,
-            attention_mask=attention_mask,
-            inputs_embeds=inputs_embeds,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-        )
-        return outputs, pool(outputs.last_hidden_state, attention_mask, self.config.pooling)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        pair_input_ids: torch.Tensor | None = None,
-        pair_attention_mask: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> SequenceClassifierOutput | tuple:
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        outputs, pooled = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states)
-        if self.config.two_tower:
-            if pair_input_ids is None:
-                raise ValueError("This model is two-tower (config.two_tower=True): pass pair_input_ids too.")
-            _, pair_pooled = self._encode(pair_input_ids, pair_attention_mask, None, False, False)
-            pooled = torch.cat((pooled, pair_pooled, pooled * pair_pooled, pooled - pair_pooled), dim=-1)
-        logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
-        loss = None if labels is None else ForSequenceClassificationLoss(labels, logits, self.config)
-        output = SequenceClassifierOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        )
-        return output if return_dict else output.to_tuple()
 
 
 __all__ = [

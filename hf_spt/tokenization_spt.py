@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-from tokenizers import pre_tokenizers as _pt
 from transformers import PreTrainedTokenizerFast
 
 SPECIAL_TOKENS = {"pad_token": "[PAD]", "mask_token": "[MASK]", "cls_token": "[CLS]", "unk_token": "[UNK]"}
@@ -49,7 +48,6 @@ def build_byte_tokenizer(add_cls_token: bool = False, model_max_length: int = 40
     Built as a BPE with no merges over GPT-2's byte-to-unicode alphabet, so it runs in the Rust
     tokenizer and round-trips any text exactly.
     """
-    byte_symbols = _pt.ByteLevel.alphabet()  # 256 printable stand-ins, one per byte value
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS.values())}
     vocab.update({symbol: NUM_SPECIAL_TOKENS + i for i, symbol in enumerate(byte_stand_ins())})
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="[UNK]"))

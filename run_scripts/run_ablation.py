@@ -7,8 +7,10 @@ Usage:
     # a subset of arms and seeds, another output folder
     python run_scripts/run_ablation.py --arms scratch,spt,hybrid_qk --seeds 0,1 --output_dir runs/abl
 
-    # cells on several processes (CPU: 2 ranks; GPUs: one rank per GPU)
-    accelerate launch --cpu --num_processes 2 run_scripts/run_ablation.py
+    # cells on several processes: one rank per GPU, or on a CPU-only machine two gloo ranks
+    # (`--cpu --num_processes 2` would silently start only one)
+    accelerate launch --multi_gpu --num_processes 2 run_scripts/run_ablation.py
+    ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu --num_processes 2 run_scripts/run_ablation.py
 
 Re-running the same command skips finished cells and SPT checkpoints (resume after an interruption).
 """

@@ -12,13 +12,12 @@ import pytest
 import torch
 from torch import nn
 
-from hf_spt import SptConfig, SptForMaskedLM, SptForSequenceClassification
+from hf_spt import SptConfig, SptForMaskedLM
 from hf_spt.analysis.gradient_probe import gradient_probe, report_score_gradient, row_split, score_gradients
 from hf_spt.analysis.positional_kernel import positional_kernel, relative_share
 from hf_spt.analysis.proximity import ProximityStats, proximity_scores
 from hf_spt.analysis.token_frequency import bucket_losses, frequency_buckets, token_counts
 from hf_spt.modeling_spt import SptAttention
-from hf_spt.tokenization_spt import build_word_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 

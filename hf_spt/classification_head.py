@@ -1,0 +1,70 @@
+"""The sequence-classification head shared by the SPT encoder and any-backbone classifiers.
+
+Pooling over real tokens (`config.pooling`), dropout and a linear classifier; with
+`config.two_tower` a second sequence goes through the same encoder and the classifier reads
+[u, v, u*v, u-v] of the two pooled vectors (LRA Retrieval). `problem_type` (single-label,
+multi-label, regression) behaves as in transformers.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from transformers.loss.loss_utils import ForSequenceClassificationLoss
+from transformers.modeling_outputs import SequenceClassifierOutput
+
+from .pooling import pool, pooled_size
+
+
+def classifier_features(hidden_size: int, pooling: str, two_tower: bool) -> int:
+    """Width of the classifier's input: the pooled vector, or [u, v, u*v, u-v] of two."""
+    return pooled_size(hidden_size, pooling) * (4 if two_tower else 1)
+
+
+class PooledClassifierMixin:
+    """`forward` of a `PreTrainedModel` whose encoder is `self.base_model` and whose head is
+    `self.dropout` + `self.classifier`."""
+
+    classifier: nn.Linear
+    dropout: nn.Dropout
+
+    def _encode(self, input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states):
+        outputs = self.base_model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        return outputs, pool(outputs.last_hidden_state, attention_mask, self.config.pooling)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        pair_input_ids: torch.Tensor | None = None,
+        pair_attention_mask: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs, pooled = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states)
+        if self.config.two_tower:
+            if pair_input_ids is None:
+                raise ValueError("This model is two-tower (config.two_tower=True): pass pair_input_ids too.")
+            _, pair_pooled = self._encode(pair_input_ids, pair_attention_mask, None, False, False)
+            pooled = torch.cat((pooled, pair_pooled, pooled * pair_pooled, pooled - pair_pooled), dim=-1)
+        logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
+        loss = None if labels is None else ForSequenceClassificationLoss(labels, logits, self.config)
+        output = SequenceClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+
+__all__ = ["PooledClassifierMixin", "classifier_features"]
