@@ -126,7 +126,7 @@ class ExperimentArguments:
     )
     seed: int = field(default=0, metadata={"help": "Seed of data generation, init, masking and shuffling."})
     spt_epochs: float = field(
-        default=15, metadata={"help": "SPT (pretraining) epochs.", "aliases": ["--pretrain_epochs"]}
+        default=25, metadata={"help": "SPT (pretraining) epochs.", "aliases": ["--pretrain_epochs"]}
     )
     spt_learning_rate: float = field(default=1e-3, metadata={"help": "SPT peak learning rate."})
     spt_batch_size: int | None = field(default=None, metadata={"help": "SPT batch size per device (default: preset)."})
