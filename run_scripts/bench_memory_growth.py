@@ -53,6 +53,10 @@ def main(args: argparse.Namespace) -> dict:
     print(f"preset {args.preset}, batch 1, attention {args.attn_implementation}; growth = memory ratio / length ratio "
           f"from T={shortest}")
     print(format_table(["T", "hf_spt MiB", "BERT MiB", "memory hf_spt/BERT", "hf_spt growth", "BERT growth"], rows))
+    longest = lengths[-1]
+    for start in lengths[1:-1]:
+        pair = {kind: growth[kind][longest] / growth[kind][start] for kind in KINDS}
+        print(f"growth {start} -> {longest}: hf_spt {pair['spt_mlm']:.3f}, BERT {pair['bert_mlm']:.3f}")
     payload = {"benchmark": "memory_growth", "args": vars(args), "peak_mib": memory, "growth": growth}
     write_json(args.output, payload)
     return payload
