@@ -137,6 +137,7 @@ def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor], autoca
 
 
 def synchronize(device: str) -> None:
+    """Wait for queued CUDA work, so that timings cover it (no-op on CPU)."""
     if device.startswith("cuda"):
         torch.cuda.synchronize()
 
@@ -161,6 +162,7 @@ def time_alternating(
 
 
 def median(values: list[float]) -> float:
+    """Median of repeated timings (robust to the other jobs of a shared machine)."""
     return statistics.median(values)
 
 
