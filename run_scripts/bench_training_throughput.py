@@ -52,6 +52,9 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repetitions", type=int, default=5, help="Timed steps per model (median reported).")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads for timing and memory.")
     parser.add_argument("--no_memory", action="store_true", help="Skip the peak-memory subprocesses.")
+    parser.add_argument("--flush_denormal", action="store_true",
+                        help="torch.set_flush_denormal(True) for both models: on x86 CPUs, denormal floats (e.g. "
+                        "softmax gradients of a large vocabulary with peaked logits) make matmuls many times slower.")
     parser.add_argument("--torch_compile", action="store_true", help="Also time torch.compile'd models.")
     parser.add_argument("--bf16", action="store_true", help="Also time bf16 autocast.")
     parser.add_argument("--matmul_size", type=int, default=2048, help="Side of the fp32 matmul giving the machine peak.")
@@ -114,6 +117,7 @@ def bench_preset(args: argparse.Namespace, name: str, head: str, peak: float) ->
 
 def main(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(args.flush_denormal)
     peak = matmul_flops_per_second(args.matmul_size)
     results = []
     for name in args.presets.split(","):
@@ -128,7 +132,7 @@ def main(args: argparse.Namespace) -> dict:
         table.append([r["preset"], r["head"], r["variant"], f"{r['batch_size']}x{r['length']}", r["vocab_size"],
                       r[f"{spt}_tokens_per_s"], r[f"{bert}_tokens_per_s"], r["speed_ratio"], *memory,
                       f"{100 * r[f'{spt}_matmul_share']:.1f}%", f"{100 * r[f'{bert}_matmul_share']:.1f}%"])
-    print(f"threads {args.threads}, attention {args.attn_implementation}, padding {args.pad_fraction:.0%} of every "
+    print(f"threads {args.threads}, flush denormals {args.flush_denormal}, attention {args.attn_implementation}, padding {args.pad_fraction:.0%} of every "
           f"second row, fp32 matmul peak {peak / 1e9:.1f} GFLOP/s, "
           f"median of {args.repetitions} alternating steps")
     print(format_table(["preset", "head", "variant", "BxT", "vocab", "hf_spt tok/s", "BERT tok/s", "speed hf_spt/BERT",
