@@ -52,9 +52,10 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repetitions", type=int, default=5, help="Timed steps per model (median reported).")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads for timing and memory.")
     parser.add_argument("--no_memory", action="store_true", help="Skip the peak-memory subprocesses.")
-    parser.add_argument("--flush_denormal", action="store_true",
-                        help="torch.set_flush_denormal(True) for both models: on x86 CPUs, denormal floats (e.g. "
-                        "softmax gradients of a large vocabulary with peaked logits) make matmuls many times slower.")
+    parser.add_argument("--no_flush_denormal", dest="flush_denormal", action="store_false",
+                        help="Keep denormal floats. By default both models run with torch.set_flush_denormal(True), "
+                        "as SptTrainer sets on CPU: denormals (softmax gradients of a large vocabulary with peaked "
+                        "logits) make CPU matmuls several times slower.")
     parser.add_argument("--torch_compile", action="store_true", help="Also time torch.compile'd models.")
     parser.add_argument("--bf16", action="store_true", help="Also time bf16 autocast.")
     parser.add_argument("--matmul_size", type=int, default=2048, help="Side of the fp32 matmul giving the machine peak.")
