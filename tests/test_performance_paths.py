@@ -90,6 +90,21 @@ def test_spt_trainer_uses_length_grouped_sampler_when_asked(tmp_path):
     assert isinstance(trainer._get_train_sampler(), LengthGroupedSampler)
 
 
+def test_spt_trainer_flushes_denormals_on_cpu(tmp_path):
+    tokenizer = build_word_tokenizer([f"s{i}" for i in range(36)])
+    data = Dataset.from_dict({"input_ids": [[5, 6, 7]] * 4})
+    args = SptTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, eval_strategy="no",
+                                save_strategy="no", load_best_model_at_end=False)
+    torch.set_flush_denormal(False)  # other tests' SptTrainers may have switched it on
+    denormal = torch.tensor(1e-40)
+    try:
+        assert (denormal * 1.0).item() != 0.0
+        SptTrainer(SptForMaskedLM(tiny_config()), args, data, processing_class=tokenizer)
+        assert (denormal * 1.0).item() == 0.0  # denormals read as zero: no slow path in CPU matmuls
+    finally:
+        torch.set_flush_denormal(False)
+
+
 def test_training_flops_count_masked_rows_for_spt_only():
     preset = resolve_preset("tiny")
     tokens = preset.batch_size * preset.length
