@@ -24,7 +24,8 @@ class SptTrainer(ModelCardMixin, Trainer):
     """`Trainer` for masked-token self-pretraining.
 
     Drops label columns from the datasets and builds a `DataCollatorForSpt` from the arguments'
-    masking options unless a collator is given.
+    masking options unless a collator is given. On CPU it flushes denormals to zero
+    (`args.flush_denormal`; README, Performance).
     """
 
     def __init__(
@@ -49,6 +50,8 @@ class SptTrainer(ModelCardMixin, Trainer):
                 mask_replace_prob=args.mask_replace_prob,
                 random_replace_prob=args.random_replace_prob,
             )
+        if args.flush_denormal and args.device.type == "cpu":
+            torch.set_flush_denormal(True)
         super().__init__(
             model=model,
             args=args,
