@@ -10,16 +10,22 @@ from transformers import EvalPrediction, PreTrainedModel, PreTrainedTokenizerBas
 from .collator import DataCollatorForClassification
 from .finetune_config import FinetuneTrainingArguments
 from .loss_weighting import weighted_class_loss
+from .metrics import SHIPPED_METRICS, load_metric
 from .model_card import ModelCardMixin
 
 
 def classification_metrics(prediction: EvalPrediction) -> dict[str, float]:
-    """Accuracy for single-label logits (B, C); exact-match accuracy for multi-label; MSE for regression."""
+    """Accuracy and macro-F1 (the shipped `evaluate` modules) for single-label logits (B, C);
+    exact-match accuracy for multi-label; MSE for regression."""
     logits, labels = prediction.predictions, prediction.label_ids
     if isinstance(logits, tuple):
         logits = logits[0]
     if logits.ndim == 2 and logits.shape[1] > 1 and labels.ndim == 1:
-        return {"accuracy": float((logits.argmax(axis=-1) == labels).mean())}
+        predicted = logits.argmax(axis=-1)
+        scores = {}
+        for name in SHIPPED_METRICS:
+            scores.update(load_metric(name).compute(predictions=predicted, references=labels))
+        return scores
     if labels.ndim == 2:  # multi-label: a label set is right when every bit is
         return {"accuracy": float(((logits > 0) == (labels > 0.5)).all(axis=-1).mean())}
     return {"mse": float(np.mean((logits.reshape(labels.shape) - labels) ** 2))}

@@ -25,7 +25,7 @@ from .tasks import Task
 TEMPLATE_PATH = Path(__file__).parent / "model_cards" / "spt_model_card_template.md"
 MODEL_CARD_NAME = "README.md"
 PHASES = ("pretrain", "spt", "scratch")
-METRIC_NAMES = ("accuracy", "loss", "mse")
+METRIC_NAMES = ("accuracy", "macro_f1", "loss", "mse")
 PRETRAINING_TASKS = {"masked": "masked-token reconstruction (loss on the masked positions only)",
                      "causal": "next-token prediction"}
 TRAINING_SETTINGS = ("learning_rate", "per_device_train_batch_size", "num_train_epochs", "max_steps", "optim",

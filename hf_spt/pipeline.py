@@ -267,7 +267,7 @@ def finetune(
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
     result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
               "freeze": freeze, "seconds": time.perf_counter() - start}
-    result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "loss", "mse"))})
+    result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
     card = phase_card_data(task, config, exp, arm, args, init_from, spt_epochs=(source_phase or {}).get("epochs"),
                            extra_training={"class_weights": exp.class_weights}, init_parts=init_parts, freeze=freeze)
