@@ -1,4 +1,4 @@
-"""The ablation grid of Coser et al. (science.md §2): arms x seeds x tasks, resumable, on several processes.
+"""The ablation grid of Coser et al. (arXiv 2605.21070): arms x seeds x tasks, resumable, on several processes.
 
 A grid file (YAML or JSON, see `run_scripts/ablation_default.yaml`) names tasks, seeds, shared
 experiment/model settings and arms. An arm is a configuration of one fine-tuning run:

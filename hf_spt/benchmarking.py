@@ -44,7 +44,7 @@ MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}
 
 @dataclass(frozen=True)
 class BenchPreset:
-    """Sizes of one benchmark setting; LRA presets follow science.md's table (FFN = d * multiplier)."""
+    """Sizes of one benchmark setting; LRA presets follow the sizes used with SPT by Amos et al. (arXiv 2310.02980; FFN = d * multiplier)."""
 
     name: str
     length: int

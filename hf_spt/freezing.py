@@ -1,6 +1,6 @@
 """Freezing parts of an SPT encoder at their current values (e.g. attention at its random init).
 
-Coser et al. (science.md §2) fine-tune from scratch with W_Q, W_K, W_V, W_O frozen at their
+Coser et al. (arXiv 2605.21070) fine-tune from scratch with W_Q, W_K, W_V, W_O frozen at their
 random values to show that label supervision barely trains attention. Freezing here sets
 `requires_grad=False`: the Trainer builds its optimizer from parameters that require grad only,
 so frozen ones get no gradient, no AdamW state and no weight decay, and stay bit-identical.

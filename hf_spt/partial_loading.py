@@ -1,6 +1,6 @@
 """Save and load selected parts of an SPT encoder (W_Q/W_K, attention, MLP...) with safetensors.
 
-The "hybrid init" ablations (science.md §2) copy only some weights of an SPT checkpoint into a
+The "hybrid init" ablations of Coser et al. (arXiv 2605.21070) copy only some weights of an SPT checkpoint into a
 freshly initialised model. This module does that reading only the selected tensors: it opens
 checkpoints with `safetensors.safe_open` and asks for each selected key, so a 500 MB checkpoint
 costs only the bytes of W_Q and W_K. Matched functions in the style of peft's `save_and_load.py`:

@@ -4,10 +4,10 @@ A recipe only supplies defaults: `run_spt.py` applies it below the `--config_fil
 the command-line flags, so `--recipe balestriero_huang --finetune_batch_size 32` changes the
 batch and keeps the rest of the recipe.
 
-- `balestriero_huang` (science.md §3): AdaFactor, cosine decay after a 5% linear warm-up,
+- `balestriero_huang` (Balestriero & Huang): AdaFactor, cosine decay after a 5% linear warm-up,
   batch 8, 10,000 steps (each phase), no gradient accumulation, and their classifier head, a
   linear layer on the last token's state concatenated with the mean (`last_mean`).
-- `amos_lra` (science.md §1 and §4, Amos et al.'s SPT on Long Range Arena): per task, the
+- `amos_lra` (Amos et al., arXiv 2310.02980, SPT on Long Range Arena): per task, the
   masking rate (50% visual, 15% text and retrieval, 10% ListOps), batch, model size, length and
   mean pooling; AdamW at 1e-3 (the top of their grid) and up to 200 SPT epochs, of which the
   best-validation checkpoint is fine-tuned.
@@ -45,7 +45,7 @@ def _lra(mlm: float, batch: int, layers: int, width: int, heads: int, ffn: int, 
             "hidden_size": width, "num_attention_heads": heads, "intermediate_size": ffn * width, "max_length": length}
 
 
-AMOS_LRA_TASKS: dict[str, dict[str, Any]] = {  # science.md §4 model table, §1 masking rates
+AMOS_LRA_TASKS: dict[str, dict[str, Any]] = {  # Amos et al.: model sizes per task and masking rates
     "listops": _lra(0.10, 32, 6, 512, 8, 4, 2048),
     "text": _lra(0.15, 32, 6, 512, 8, 4, 4096),
     "retrieval": _lra(0.15, 32, 4, 128, 4, 4, 4000),

@@ -1,4 +1,4 @@
-"""Mechanism analysis of self-pretraining (science.md §2-3), one probe per module.
+"""Mechanism analysis of self-pretraining (Coser et al., arXiv 2605.21070; Balestriero & Huang), one probe per module.
 
 - `attention_maps`: mean attention maps over a data set, per layer and head.
 - `proximity`: attention mass near the diagonal, against uniform attention.

@@ -1,6 +1,6 @@
 """Gradient of a loss with respect to the attention scores (pre-softmax logits).
 
-Coser et al. (science.md §2): at uniform attention, the gradient of a supervised loss averaged
+Coser et al. (arXiv 2605.21070): at uniform attention, the gradient of a supervised loss averaged
 over the data, taken w.r.t. the attention scores, vanishes along the directions orthogonal to
 each row's all-ones vector, which are the directions a proximity pattern needs; the
 masked-reconstruction (MLM) loss keeps a gradient there.

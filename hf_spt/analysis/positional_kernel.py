@@ -1,6 +1,6 @@
 """The positional kernel P W_Q W_K^T P^T of each attention head, and how relative it is.
 
-Coser et al. (science.md §2): with additive absolute positions, self-pretraining learns W_Q and
+Coser et al. (arXiv 2605.21070): with additive absolute positions, self-pretraining learns W_Q and
 W_K that turn the positional part of the attention logits into a function of the relative
 distance i - j. For head h of a layer the kernel here is
 

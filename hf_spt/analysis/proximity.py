@@ -1,6 +1,6 @@
 """Proximity profile of attention: how much attention mass goes to nearby tokens.
 
-Coser et al. (science.md §2) explain self-pretraining by a proximity bias: after SPT,
+Coser et al. (arXiv 2605.21070) explain self-pretraining by a proximity bias: after SPT,
 attention maps are diagonal-banded. Here that is measured on attention probabilities
 (B, H, T, T) over real tokens only (`attention_mask`), and set against *uniform attention
 over the same real tokens*, so a ratio of 1 means "no preference for neighbours" whatever the

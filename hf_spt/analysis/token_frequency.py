@@ -1,6 +1,6 @@
 """MLM loss per token, grouped by how often the token occurs in the training inputs.
 
-"The Fair Language Model Paradox" (arXiv 2410.11985, science.md §3): token-level training
+"The Fair Language Model Paradox" (arXiv 2410.11985): token-level training
 with weight decay degrades rare tokens disproportionately, and the average loss hides it.
 This module counts token frequencies on the training inputs, groups token types into
 frequency buckets (bucket 0 = most frequent), measures the masked-token loss of each bucket,

@@ -19,7 +19,7 @@ REQUIRED_SPLITS = ("train", "validation", "test")
 
 @dataclass
 class TaskPreset:
-    """What published SPT work used for a task (science.md §1 and §4); run options override it.
+    """What published SPT work used for a task (Amos et al., arXiv 2310.02980, and the LRA paper); run options override it.
 
     `model` holds `SptConfig` keyword arguments (sizes, pooling); `mlm_probability` is the SPT
     masking rate (Amos et al.: 50% visual, 15% text and retrieval, 10% ListOps).
