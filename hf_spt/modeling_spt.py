@@ -38,7 +38,9 @@ def eager_attention_forward(
     scores = torch.matmul(query, key.transpose(2, 3)) * scaling  # (B, H, T, T)
     if attention_mask is not None:
         scores = scores + attention_mask
-    probs = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    # softmax in float32 at least (bf16/fp16 inputs), and in float64 for float64 inputs (analysis probes)
+    probs = nn.functional.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32))
+    probs = probs.to(query.dtype)
     probs = nn.functional.dropout(probs, p=dropout, training=module.training)
     output = torch.matmul(probs, value).transpose(1, 2).contiguous()  # (B, T, H, hd)
     return output, probs

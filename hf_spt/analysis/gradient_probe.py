@@ -30,6 +30,8 @@ import torch
 from torch import nn
 from transformers import AttentionInterface, PreTrainedModel
 
+from ..modeling_spt import eager_attention_forward
+
 PROBE_ATTENTION = "spt_score_probe"
 _captured: list[torch.Tensor] | None = None
 
@@ -44,19 +46,16 @@ def score_probe_attention(
     dropout: float = 0.0,
     **kwargs,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eager attention that records a zero leaf added to the scores (B, H, T, T) for `capture_scores`."""
-    scores = torch.matmul(query, key.transpose(2, 3)) * scaling  # (B, H, T, T)
+    """The model's eager attention with a zero leaf added to the scores (B, H, T, T) for `capture_scores`.
+
+    The leaf enters through the additive mask, which eager attention adds to the scores, so its
+    `.grad` is d loss / d scores.
+    """
     if _captured is not None:
-        leaf = torch.zeros_like(scores, requires_grad=True)
+        leaf = torch.zeros(*query.shape[:-1], key.shape[-2], dtype=query.dtype, device=query.device, requires_grad=True)
         _captured.append(leaf)
-        scores = scores + leaf
-    if attention_mask is not None:
-        scores = scores + attention_mask
-    # float32 at least (as eager attention), float64 kept: the blindness test needs its precision
-    probs = nn.functional.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32))
-    probs = probs.to(query.dtype)
-    probs = nn.functional.dropout(probs, p=dropout, training=module.training)
-    return torch.matmul(probs, value).transpose(1, 2).contiguous(), probs
+        attention_mask = leaf if attention_mask is None else attention_mask + leaf
+    return eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
 
 
 AttentionInterface.register(PROBE_ATTENTION, score_probe_attention)
