@@ -1,22 +1,41 @@
 """hf_spt: self-pretraining (SPT) of Transformer encoders on a task's own inputs, on the Hugging Face stack.
 
-Importing the package registers `model_type="spt"` with transformers' Auto classes, so
-`AutoModelForMaskedLM.from_pretrained(folder)` loads the checkpoints hf_spt writes; it also registers
-`BackboneForSequenceClassification` (hf_spt's pooling head on any transformers backbone).
+The package is built in layers that never import upward:
+`models` (config, encoder, heads, tokenizers) -> `training` (arguments and trainers of both
+phases, collators, losses, parts) -> `tasks` (data) and `analysis` -> `experiments` (command-line
+arguments, the two-phase pipeline, ablation grid, recipes, cards, Hub checks).
+
+The public API is importable from here. Importing the package registers `model_type="spt"` with
+transformers' Auto classes, so `AutoModelForMaskedLM.from_pretrained(folder)` loads the
+checkpoints hf_spt writes; it also registers `BackboneForSequenceClassification` (hf_spt's
+pooling head on any transformers backbone).
 """
 
-from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification
-
-from .backbone_classifier import BackboneClassifierConfig, BackboneForSequenceClassification
-from .configuration_spt import SptConfig
-from .modeling_spt import SptForMaskedLM, SptForSequenceClassification, SptModel, SptPreTrainedModel
-
-AutoConfig.register(SptConfig.model_type, SptConfig, exist_ok=True)
-AutoModel.register(SptConfig, SptModel, exist_ok=True)
-AutoModelForMaskedLM.register(SptConfig, SptForMaskedLM, exist_ok=True)
-AutoModelForSequenceClassification.register(SptConfig, SptForSequenceClassification, exist_ok=True)
-AutoConfig.register(BackboneClassifierConfig.model_type, BackboneClassifierConfig, exist_ok=True)
-AutoModelForSequenceClassification.register(BackboneClassifierConfig, BackboneForSequenceClassification, exist_ok=True)
+from .models import (
+    BackboneClassifierConfig,
+    BackboneForSequenceClassification,
+    SptConfig,
+    SptForMaskedLM,
+    SptForSequenceClassification,
+    SptModel,
+    SptPreTrainedModel,
+    build_byte_tokenizer,
+    build_word_tokenizer,
+)
+from .tasks import Task, TaskPreset, list_tasks, load_task
+from .training import (
+    DataCollatorForClassification,
+    DataCollatorForSpt,
+    FinetuneArguments,
+    FinetuneTrainer,
+    LoadReport,
+    PretrainArguments,
+    PretrainTrainer,
+    freeze_parts,
+    get_partial_state_dict,
+    load_partial_weights,
+    save_partial_state_dict,
+)
 
 __version__ = "0.1.0"
 
@@ -28,4 +47,21 @@ __all__ = [
     "SptForSequenceClassification",
     "BackboneClassifierConfig",
     "BackboneForSequenceClassification",
+    "build_byte_tokenizer",
+    "build_word_tokenizer",
+    "PretrainArguments",
+    "PretrainTrainer",
+    "FinetuneArguments",
+    "FinetuneTrainer",
+    "DataCollatorForSpt",
+    "DataCollatorForClassification",
+    "LoadReport",
+    "load_partial_weights",
+    "get_partial_state_dict",
+    "save_partial_state_dict",
+    "freeze_parts",
+    "Task",
+    "TaskPreset",
+    "load_task",
+    "list_tasks",
 ]

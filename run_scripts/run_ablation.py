@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import torch
 from transformers import HfArgumentParser
 
-from hf_spt.ablation import load_grid, run_grid
-from hf_spt.ablation_report import RESULTS_MD_NAME
+from hf_spt.experiments.ablation import load_grid, run_grid
+from hf_spt.experiments.ablation_report import RESULTS_MD_NAME
 
 DEFAULT_GRID_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ablation_default.yaml")
 

@@ -21,8 +21,8 @@ import sys
 from transformers import HfArgumentParser
 
 from hf_spt.analysis.report import AnalysisArguments, analyse_models
-from hf_spt.arguments import DataArguments
-from hf_spt.pipeline import prepare_task
+from hf_spt.experiments.arguments import DataArguments
+from hf_spt.experiments.pipeline import prepare_task
 
 
 def parse_arguments(argv: list[str]) -> tuple[DataArguments, AnalysisArguments]:

@@ -28,9 +28,9 @@ import sys
 
 from transformers import HfArgumentParser
 
-from hf_spt.arguments import DataArguments, ExperimentArguments, ModelArguments
-from hf_spt.pipeline import results_table, run_experiment
-from hf_spt.recipes import recipe_defaults
+from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
+from hf_spt.experiments.pipeline import results_table, run_experiment
+from hf_spt.experiments.recipes import recipe_defaults
 from hf_spt.tasks import list_tasks
 
 ARGUMENT_CLASSES = (DataArguments, ModelArguments, ExperimentArguments)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-import hf_spt.ablation as ablation
-from hf_spt.ablation import PretrainJob, cells, load_grid, parse_grid, pretrain_job, run_grid
-from hf_spt.ablation_report import gain_recovered, summarize
+import hf_spt.experiments.ablation as ablation
+from hf_spt.experiments.ablation import PretrainJob, cells, load_grid, parse_grid, pretrain_job, run_grid
+from hf_spt.experiments.ablation_report import gain_recovered, summarize
 
 DEFAULT_GRID = Path(__file__).parent.parent / "run_scripts" / "ablation_default.yaml"
 

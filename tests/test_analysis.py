@@ -17,7 +17,7 @@ from hf_spt.analysis.gradient_probe import gradient_probe, report_score_gradient
 from hf_spt.analysis.positional_kernel import positional_kernel, relative_share
 from hf_spt.analysis.proximity import ProximityStats, proximity_scores
 from hf_spt.analysis.token_frequency import bucket_losses, frequency_buckets, token_counts
-from hf_spt.modeling_spt import SptAttention
+from hf_spt.models.modeling_spt import SptAttention
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -219,8 +219,8 @@ TINY_TASK = {"num_train": 48, "num_validation": 16, "num_test": 16, "length": 12
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
     """A tiny compare run (SPT, fine-tuning, scratch) with --log_proximity."""
-    from hf_spt.arguments import DataArguments, ExperimentArguments, ModelArguments
-    from hf_spt.pipeline import run_experiment
+    from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
+    from hf_spt.experiments.pipeline import run_experiment
 
     output = tmp_path_factory.mktemp("run")
     run_experiment(

@@ -12,9 +12,10 @@ from tiny_backbone_runs import tiny_arguments
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSequenceClassification
 
 import hf_spt  # noqa: F401  (registers the Auto classes)
-from hf_spt.backbone_classifier import BackboneForSequenceClassification
-from hf_spt.backbones import build_backbone_config, pretraining_model
-from hf_spt.pipeline import prepare_task, run_experiment
+from hf_spt.models.backbone_classifier import BackboneForSequenceClassification
+from hf_spt.experiments.model_config import build_backbone_config
+from hf_spt.training.model_factory import pretraining_model
+from hf_spt.experiments.pipeline import prepare_task, run_experiment
 
 CASES = [("bert", "masked", "mean"), ("gpt2", "causal", "last_mean"), ("llama", "causal", "last_mean")]
 
@@ -68,7 +69,7 @@ def test_pretrained_backbone_weights_are_loaded(tmp_path):
     config = build_backbone_config(prepare_task(data_args, seed=0), model_args)
     saved = pretraining_model(config, "masked")
     saved.save_pretrained(tmp_path)
-    from hf_spt.backbones import classification_model
+    from hf_spt.training.model_factory import classification_model
 
     classifier = classification_model(config, tmp_path)
     torch.testing.assert_close(classifier.backbone.embeddings.word_embeddings.weight,
@@ -83,7 +84,7 @@ def test_wrong_objective_and_bad_sources_fail_clearly(tmp_path):
     gpt2 = build_backbone_config(task, model_args)
     with pytest.raises(ValueError, match="no masked-LM head.*--spt_objective causal"):
         pretraining_model(gpt2, "masked")
-    from hf_spt.pipeline import build_config
+    from hf_spt.experiments.model_config import build_config
 
     spt_config = build_config(task, tiny_arguments(tmp_path)[1])
     with pytest.raises(ValueError, match="needs a decoder architecture"):

@@ -6,7 +6,7 @@ import pytest
 from conftest import tiny_config
 
 from hf_spt import SptForMaskedLM
-from hf_spt.checkpoints import resolve_model_folder
+from hf_spt.training.checkpoints import resolve_model_folder
 
 
 def test_final_model_folder_is_taken_as_is(tmp_path):

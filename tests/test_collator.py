@@ -2,8 +2,8 @@
 
 import torch
 
-from hf_spt.collator import DataCollatorForClassification, DataCollatorForSpt
-from hf_spt.tokenization_spt import build_word_tokenizer
+from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
+from hf_spt.models.tokenization_spt import build_word_tokenizer
 
 SYMBOLS = [f"s{i}" for i in range(20)]
 

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from hf_spt import SptConfig, SptForSequenceClassification
-from hf_spt.finetune_config import FinetuneTrainingArguments
-from hf_spt.finetune_trainer import FinetuneTrainer
-from hf_spt.freezing import freeze_parts, frozen_parameter_names
+from hf_spt.training.arguments import FinetuneArguments
+from hf_spt.training.finetune_trainer import FinetuneTrainer
+from hf_spt.training.parts import freeze_parts, frozen_parameter_names
 from hf_spt.tasks import load_task
 
 
@@ -24,7 +24,7 @@ def test_frozen_parameters_unchanged_after_training(tmp_path, parts):
     assert sorted(frozen) == sorted(frozen_parameter_names(model))
     assert "spt.layers.1.attention.q_proj.bias" in frozen and "spt.layers.1.attention.k_proj.bias" in frozen
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
-    args = FinetuneTrainingArguments(output_dir=str(tmp_path), num_train_epochs=2, per_device_train_batch_size=16,
+    args = FinetuneArguments(output_dir=str(tmp_path), num_train_epochs=2, per_device_train_batch_size=16,
                                      weight_decay=0.1, save_strategy="no", eval_strategy="no",
                                      load_best_model_at_end=False, report_to="none", use_cpu=True)
     trainer = FinetuneTrainer(model, args, task.dataset["train"], processing_class=task.tokenizer)

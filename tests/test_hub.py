@@ -7,9 +7,10 @@ import time
 import pytest
 from tiny_backbone_runs import tiny_arguments
 
-import hf_spt.hub as hub
-from hf_spt.hub import HubNotReadyError, check_hub_ready
-from hf_spt.pipeline import run_experiment
+import hf_spt.experiments.hub as hub
+from hf_spt.experiments.hub import check_hub_ready
+from hf_spt.training.checkpoints import HubNotReadyError
+from hf_spt.experiments.pipeline import run_experiment
 
 
 def test_offline_push_fails_fast_before_training(tmp_path, monkeypatch):

@@ -8,11 +8,11 @@ import pytest
 import torch
 from datasets import Dataset
 
-from hf_spt.configuration_spt import SptConfig
-from hf_spt.finetune_config import FinetuneTrainingArguments
-from hf_spt.finetune_trainer import FinetuneTrainer
-from hf_spt.loss_weighting import class_weights, inverse_frequency_token_weights, weighted_token_loss
-from hf_spt.modeling_spt import SptForSequenceClassification
+from hf_spt.models.configuration_spt import SptConfig
+from hf_spt.training.arguments import FinetuneArguments
+from hf_spt.training.finetune_trainer import FinetuneTrainer
+from hf_spt.training.losses import class_weights, inverse_frequency_token_weights, weighted_token_loss
+from hf_spt.models.modeling_spt import SptForSequenceClassification
 
 
 def test_balanced_and_listed_class_weights():
@@ -40,7 +40,7 @@ def test_class_weights_change_the_finetuning_loss_as_computed_by_hand(tmp_path):
     # two examples, logits [ln 3, 0] each: p(class 0) = 3/4, p(class 1) = 1/4; labels 0 and 1
     logits = torch.tensor([[math.log(3.0), 0.0], [math.log(3.0), 0.0]])
     labels = torch.tensor([0, 1])
-    args = FinetuneTrainingArguments(output_dir=str(tmp_path), class_weights=[1.0, 3.0], report_to="none", use_cpu=True)
+    args = FinetuneArguments(output_dir=str(tmp_path), class_weights=[1.0, 3.0], report_to="none", use_cpu=True)
     data = Dataset.from_dict({"input_ids": [[4], [5]], "labels": [0, 1]})
     model = SptForSequenceClassification(SptConfig(vocab_size=8, num_labels=2))
     trainer = FinetuneTrainer(model, args, data, data, data_collator=lambda rows: rows)

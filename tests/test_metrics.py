@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from transformers import EvalPrediction
 
-from hf_spt.finetune_trainer import classification_metrics
-from hf_spt.metrics import load_metric
+from hf_spt.training.finetune_trainer import classification_metrics
+from hf_spt.training.metrics import load_metric
 
 
 def test_shipped_accuracy_and_macro_f1_load_offline_and_compute():

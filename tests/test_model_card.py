@@ -8,8 +8,8 @@ from pathlib import Path
 from huggingface_hub import ModelCard
 from tiny_backbone_runs import tiny_arguments
 
-from hf_spt.model_card import SptModelCardData, model_card, write_model_card
-from hf_spt.pipeline import run_experiment
+from hf_spt.training.model_card import SptModelCardData, model_card, write_model_card
+from hf_spt.experiments.pipeline import run_experiment
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden_model_card.md"
 

@@ -8,8 +8,8 @@ from conftest import random_batch, tiny_config
 from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification
 
 from hf_spt import SptConfig, SptForMaskedLM, SptForSequenceClassification, SptModel
-from hf_spt.configuration_spt import POOLING_TYPES, POSITION_EMBEDDING_TYPES
-from hf_spt.positions import sinusoidal_table
+from hf_spt.models.configuration_spt import POOLING_TYPES, POSITION_EMBEDDING_TYPES
+from hf_spt.models.positions import sinusoidal_table
 
 
 def test_output_shapes(config):

@@ -6,9 +6,9 @@ import pytest
 import safetensors
 import torch
 
-import hf_spt.partial_loading as partial_loading
+import hf_spt.training.parts as partial_loading
 from hf_spt import SptConfig, SptForMaskedLM, SptForSequenceClassification, SptModel
-from hf_spt.partial_loading import (
+from hf_spt.training.parts import (
     PARTIAL_WEIGHTS_NAME,
     get_partial_state_dict,
     load_partial_weights,

@@ -4,6 +4,7 @@ per-example output, and the benchmark scripts run end to end on a tiny model."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 import json
 from pathlib import Path
 
@@ -13,13 +14,14 @@ from datasets import Dataset
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from hf_spt import SptConfig, SptForMaskedLM, SptForSequenceClassification
-from hf_spt.benchmarking import build_model, make_batch, peak_step_bytes, resolve_preset, training_flops
-from hf_spt.collator import DataCollatorForClassification
-from hf_spt.spt_config import SptTrainingArguments
-from hf_spt.spt_trainer import SptTrainer
-from hf_spt.tokenization_spt import build_word_tokenizer
+from hf_spt.models.tokenization_spt import build_word_tokenizer
+from hf_spt.training.arguments import PretrainArguments
+from hf_spt.training.collators import DataCollatorForClassification
+from hf_spt.training.pretrain_trainer import PretrainTrainer
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "run_scripts"
+SCRIPTS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(SCRIPTS))  # the benchmark scripts import their shared helpers as `benchmarking`
+from benchmarking import build_model, make_batch, peak_step_bytes, resolve_preset, training_flops  # noqa: E402
 
 
 def tiny_config(**kwargs) -> SptConfig:
@@ -83,23 +85,23 @@ def test_length_grouping_leaves_each_example_output_unchanged():
 def test_spt_trainer_uses_length_grouped_sampler_when_asked(tmp_path):
     tokenizer = build_word_tokenizer([f"s{i}" for i in range(36)])
     data = Dataset.from_dict({"input_ids": [[5] * n for n in (3, 9, 4, 12, 7, 5)], "labels": [0] * 6})
-    args = SptTrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=2, report_to=[],
+    args = PretrainArguments(output_dir=str(tmp_path), per_device_train_batch_size=2, report_to=[],
                                 train_sampling_strategy="group_by_length", use_cpu=True,
                                 eval_strategy="no", save_strategy="no", load_best_model_at_end=False)
-    trainer = SptTrainer(SptForMaskedLM(tiny_config()), args, data, processing_class=tokenizer)
+    trainer = PretrainTrainer(SptForMaskedLM(tiny_config()), args, data, processing_class=tokenizer)
     assert isinstance(trainer._get_train_sampler(), LengthGroupedSampler)
 
 
 def test_spt_trainer_flushes_denormals_on_cpu(tmp_path):
     tokenizer = build_word_tokenizer([f"s{i}" for i in range(36)])
     data = Dataset.from_dict({"input_ids": [[5, 6, 7]] * 4})
-    args = SptTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, eval_strategy="no",
+    args = PretrainArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, eval_strategy="no",
                                 save_strategy="no", load_best_model_at_end=False)
     torch.set_flush_denormal(False)  # other tests' SptTrainers may have switched it on
     denormal = torch.tensor(1e-40)
     try:
         assert (denormal * 1.0).item() != 0.0
-        SptTrainer(SptForMaskedLM(tiny_config()), args, data, processing_class=tokenizer)
+        PretrainTrainer(SptForMaskedLM(tiny_config()), args, data, processing_class=tokenizer)
         assert (denormal * 1.0).item() == 0.0  # denormals read as zero: no slow path in CPU matmuls
     finally:
         torch.set_flush_denormal(False)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_spt.recipes import recipe_settings
+from hf_spt.experiments.recipes import recipe_settings
 
 RUN_SPT = Path(__file__).parents[1] / "run_scripts" / "run_spt.py"
 

@@ -60,7 +60,7 @@ def test_listops_generates_without_data_dir(tmp_path):
 
 def test_numpy_byte_ids_equal_the_byte_tokenizer():
     from hf_spt.tasks.common import byte_ids
-    from hf_spt.tokenization_spt import build_byte_tokenizer
+    from hf_spt.models.tokenization_spt import build_byte_tokenizer
 
     tokenizer = build_byte_tokenizer()
     for text in ("plain ascii", "Ünïcode — 漢字 🙂\ttabs\nlines", ""):

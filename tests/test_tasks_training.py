@@ -11,8 +11,9 @@ import torch
 from task_files import (SHORT_LISTOPS, write_aan, write_custom_csv, write_image_folder, write_imdb, write_listops,
                         write_pathfinder_release)
 
-from hf_spt.arguments import DataArguments, ExperimentArguments, ModelArguments
-from hf_spt.pipeline import build_config, finetune, prepare_pretrain_task, prepare_task, pretrain, run_experiment
+from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
+from hf_spt.experiments.model_config import build_config
+from hf_spt.experiments.pipeline import finetune, prepare_pretrain_task, prepare_task, pretrain, run_experiment
 
 TINY_MODEL = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
 

@@ -2,7 +2,7 @@
 
 from transformers import AutoTokenizer
 
-from hf_spt.tokenization_spt import NUM_SPECIAL_TOKENS, build_byte_tokenizer, build_word_tokenizer
+from hf_spt.models.tokenization_spt import NUM_SPECIAL_TOKENS, build_byte_tokenizer, build_word_tokenizer
 
 
 def test_byte_tokenizer_maps_each_byte_to_its_value_plus_specials():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from hf_spt.arguments import DataArguments, ExperimentArguments, ModelArguments
+from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
 
 TINY_TASK = {"num_train": 48, "num_validation": 16, "num_test": 16, "length": 16, "num_symbols": 16}
 QUIET = {"report_to": "none", "disable_tqdm": True, "use_cpu": True}

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from ..collator import DataCollatorForClassification
+from ..training.collators import DataCollatorForClassification
 from .proximity import ProximityStats
 
 

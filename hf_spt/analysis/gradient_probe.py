@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from transformers import AttentionInterface, PreTrainedModel
 
-from ..modeling_spt import eager_attention_forward
+from ..models.modeling_spt import eager_attention_forward
 
 PROBE_ATTENTION = "spt_score_probe"
 _captured: list[torch.Tensor] | None = None
@@ -183,7 +183,7 @@ def gradient_probe(
     The classifier's encoder is a copy of the MLM model's, so both losses see the same weights.
     Runs in float64 so that "vanishes" is not hidden by float32 rounding.
     """
-    from ..modeling_spt import SptForMaskedLM, SptForSequenceClassification
+    from ..models.modeling_spt import SptForMaskedLM, SptForSequenceClassification
 
     torch.manual_seed(seed)
     mlm_model = SptForMaskedLM(config).double()

@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from transformers import AutoConfig
 
-from ..checkpoints import resolve_model_folder
-from ..collator import DataCollatorForClassification, DataCollatorForSpt
-from ..modeling_spt import SptForMaskedLM, SptForSequenceClassification
+from ..training.checkpoints import resolve_model_folder
+from ..training.collators import DataCollatorForClassification, DataCollatorForSpt
+from ..models.modeling_spt import SptForMaskedLM, SptForSequenceClassification
 from ..tasks import Task
 from .attention_maps import plot_attention_maps, plot_proximity_profiles, summarize_attention
 from .callback import PROXIMITY_LOG_NAME

@@ -17,7 +17,7 @@ import torch
 from datasets import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from ..collator import DataCollatorForSpt
+from ..training.collators import DataCollatorForSpt
 
 
 def token_counts(sequences: Sequence[Sequence[int]], vocab_size: int, special_ids: Sequence[int]) -> torch.Tensor:
@@ -130,22 +130,22 @@ def weight_decay_sweep(
     seed: int = 0,
 ) -> dict[str, list[dict[str, float | int]]]:
     """Train one tiny MLM per weight decay (same seed and data) and tabulate its per-bucket losses."""
-    from ..modeling_spt import SptForMaskedLM
-    from ..spt_config import SptTrainingArguments
-    from ..spt_trainer import SptTrainer
+    from ..models.modeling_spt import SptForMaskedLM
+    from ..training.arguments import PretrainArguments
+    from ..training.pretrain_trainer import PretrainTrainer
 
     tables = {}
     for decay in weight_decays:
         torch.manual_seed(seed)
         model = SptForMaskedLM(config)
         with tempfile.TemporaryDirectory() as folder:
-            args = SptTrainingArguments(
+            args = PretrainArguments(
                 output_dir=folder, num_train_epochs=epochs, learning_rate=learning_rate, weight_decay=decay,
                 per_device_train_batch_size=batch_size, mlm_probability=mlm_probability, seed=seed,
                 eval_strategy="no", save_strategy="no", load_best_model_at_end=False, logging_strategy="no",
                 report_to="none", disable_tqdm=True,
             )
-            SptTrainer(model, args, train_dataset, processing_class=tokenizer).train()
+            PretrainTrainer(model, args, train_dataset, processing_class=tokenizer).train()
         tables[f"weight_decay={decay:g}"] = frequency_table(
             model, train_dataset["input_ids"], eval_dataset["input_ids"], tokenizer, num_buckets, mlm_probability,
             seed=seed,

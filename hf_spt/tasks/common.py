@@ -18,7 +18,7 @@ from datasets import Dataset, DatasetDict, List, Value, load_dataset, load_from_
 from datasets.arrow_writer import SchemaInferenceError
 from datasets.exceptions import DatasetGenerationError
 
-from ..tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
+from ..models.tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
 
 PIXEL_VALUES = 256
 TOKEN_IDS = List(Value("int32"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datasets import Dataset, DatasetDict, load_dataset
 from datasets.exceptions import DatasetGenerationError
 
-from ..tokenization_spt import build_byte_tokenizer, build_word_tokenizer
+from ..models.tokenization_spt import build_byte_tokenizer, build_word_tokenizer
 from .common import (DataFormatError, carve_validation, is_saved_dataset, load_saved_dataset, require_path,
                      byte_encode_column)
 from .registry import Task, TaskPreset, register_task

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from datasets import DatasetDict, config
 
-from ..tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
+from ..models.tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
 from .common import DataFormatError, require_path, rows_to_dataset
 from .listops_generator import OPERATORS, SPLIT_FILES, generate_listops, write_listops_tsv
 from .registry import Task, TaskPreset, register_task

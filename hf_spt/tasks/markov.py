@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from datasets import Dataset, DatasetDict
 
-from ..tokenization_spt import build_word_tokenizer
+from ..models.tokenization_spt import build_word_tokenizer
 from .registry import Task, TaskPreset, register_task
 
 

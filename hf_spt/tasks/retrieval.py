@@ -13,7 +13,7 @@ from pathlib import Path
 
 from datasets import DatasetDict
 
-from ..tokenization_spt import build_byte_tokenizer
+from ..models.tokenization_spt import build_byte_tokenizer
 from .common import DataFormatError, byte_encode_column, require_path, rows_to_dataset
 from .registry import Task, TaskPreset, register_task
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict
 
-from ..tokenization_spt import build_byte_tokenizer
+from ..models.tokenization_spt import build_byte_tokenizer
 from .common import (DataFormatError, carve_validation, hub_dataset, is_saved_dataset, load_saved_dataset,
                      require_path, rows_to_dataset, byte_encode_column)
 from .registry import Task, TaskPreset, register_task

@@ -4,8 +4,8 @@ For each preset, SptForMaskedLM and BertForMaskedLM (and, with --heads mlm,cls, 
 sequence-classification models) of equal size, dropout 0 and attention implementation get the
 same batch; forward + backward steps are timed in alternation, `--repetitions` times, and the
 medians compared (ratio = hf_spt / BERT: above 1 hf_spt is faster). Peak memory is the extra
-memory of one step in a fresh process (method: `hf_spt/benchmarking.py`). The achieved FLOP/s
-(formula: `hf_spt/benchmarking.py`) is printed as a share of a large fp32 matmul measured in
+memory of one step in a fresh process (method: `benchmarks/benchmarking.py`). The achieved FLOP/s
+(formula: `benchmarks/benchmarking.py`) is printed as a share of a large fp32 matmul measured in
 the same run: the machine's practical limit.
 
 Usage:
@@ -22,7 +22,7 @@ from functools import partial
 
 import torch
 
-from hf_spt.benchmarking import (
+from benchmarking import (
     PRESETS,
     build_model,
     format_table,
@@ -54,7 +54,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no_memory", action="store_true", help="Skip the peak-memory subprocesses.")
     parser.add_argument("--no_flush_denormal", dest="flush_denormal", action="store_false",
                         help="Keep denormal floats. By default both models run with torch.set_flush_denormal(True), "
-                        "as SptTrainer sets on CPU: denormals (softmax gradients of a large vocabulary with peaked "
+                        "as PretrainTrainer sets on CPU: denormals (softmax gradients of a large vocabulary with peaked "
                         "logits) make CPU matmuls several times slower.")
     parser.add_argument("--torch_compile", action="store_true", help="Also time torch.compile'd models.")
     parser.add_argument("--bf16", action="store_true", help="Also time bf16 autocast.")

@@ -7,9 +7,9 @@ import torch
 from datasets import Dataset
 from transformers import EvalPrediction, PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
-from .collator import DataCollatorForClassification
-from .finetune_config import FinetuneTrainingArguments
-from .loss_weighting import weighted_class_loss
+from .collators import DataCollatorForClassification
+from .arguments import FinetuneArguments
+from .losses import weighted_class_loss
 from .metrics import SHIPPED_METRICS, load_metric
 from .model_card import ModelCardMixin
 
@@ -37,7 +37,7 @@ class FinetuneTrainer(ModelCardMixin, Trainer):
     def __init__(
         self,
         model: PreTrainedModel,
-        args: FinetuneTrainingArguments,
+        args: FinetuneArguments,
         train_dataset: Dataset,
         eval_dataset: Dataset | None = None,
         processing_class: PreTrainedTokenizerBase | None = None,

@@ -1,7 +1,7 @@
 """How peak training memory grows with sequence length, hf_spt against transformers' BERT.
 
 For each length, the extra peak memory of one MLM training step (forward + backward, batch 1;
-activations, gradients and temporaries, not the weights; method in `hf_spt/benchmarking.py`)
+activations, gradients and temporaries, not the weights; method in `benchmarks/benchmarking.py`)
 is measured in a fresh process for SptForMaskedLM and BertForMaskedLM of the preset's size.
 Growth from the shortest to each longer length is reported as
     (memory(T) / memory(T_min)) / (T / T_min)
@@ -19,7 +19,7 @@ import argparse
 
 import torch
 
-from hf_spt.benchmarking import PRESETS, format_table, peak_step_bytes, resolve_preset, write_json
+from benchmarking import PRESETS, format_table, peak_step_bytes, resolve_preset, write_json
 
 KINDS = ("spt_mlm", "bert_mlm")
 

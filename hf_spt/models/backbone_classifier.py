@@ -16,7 +16,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedModel
 from transformers.configuration_utils import SubConfigSpec
 
-from .classification_head import PooledClassifierMixin, classifier_features
+from .heads import PooledClassifierMixin, classifier_features
 from .configuration_spt import POOLING_TYPES
 
 

@@ -1,4 +1,9 @@
-"""Training arguments of the self-pretraining (SPT) phase: masked-token reconstruction."""
+"""Training arguments of both phases, as `TrainingArguments` subclasses (trl's `*Config` pattern).
+
+`PretrainArguments`: the self-pretraining phase (masked-token reconstruction on the task's own
+inputs). `FinetuneArguments`: the fine-tuning phase (sequence classification on its labels).
+Each states its changed defaults outright.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,8 @@ from transformers import TrainingArguments
 
 
 @dataclass
-class SptTrainingArguments(TrainingArguments):
-    """`TrainingArguments` for SPT, plus the masking options.
+class PretrainArguments(TrainingArguments):
+    """`TrainingArguments` for the pretraining (SPT) phase, plus the masking options.
 
     Changed defaults (so the best-validation checkpoint is what fine-tuning starts from, as in
     Amos et al.): `eval_strategy="epoch"`, `save_strategy="epoch"`, `load_best_model_at_end=True`,
@@ -49,4 +54,28 @@ class SptTrainingArguments(TrainingArguments):
     )
 
 
-__all__ = ["SptTrainingArguments"]
+@dataclass
+class FinetuneArguments(TrainingArguments):
+    """`TrainingArguments` for classification fine-tuning.
+
+    Changed defaults: `eval_strategy="epoch"`, `save_strategy="epoch"`, `logging_strategy="epoch"`,
+    `load_best_model_at_end=True` with `metric_for_best_model="accuracy"` (the test score is the
+    best-validation model's, not the last epoch's), `save_total_limit=2`, `learning_rate=1e-3`.
+    """
+
+    eval_strategy: str = field(default="epoch", metadata={"help": "Evaluate every epoch (changed default)."})
+    save_strategy: str = field(default="epoch", metadata={"help": "Checkpoint every epoch (changed default)."})
+    logging_strategy: str = field(default="epoch", metadata={"help": "Log every epoch (changed default)."})
+    load_best_model_at_end: bool = field(
+        default=True, metadata={"help": "Test the best-validation checkpoint, not the last (changed default)."}
+    )
+    metric_for_best_model: str = field(default="accuracy", metadata={"help": "Best checkpoint by validation accuracy."})
+    greater_is_better: bool = field(default=True, metadata={"help": "Higher accuracy is better."})
+    save_total_limit: int | None = field(default=2, metadata={"help": "Checkpoints kept (the best is always kept)."})
+    learning_rate: float = field(default=1e-3, metadata={"help": "AdamW peak learning rate (Amos et al. grid)."})
+    class_weights: list[float] | None = field(
+        default=None, metadata={"help": "Per-class loss weights for unbalanced single-label data (None: unweighted)."}
+    )
+
+
+__all__ = ["PretrainArguments", "FinetuneArguments"]

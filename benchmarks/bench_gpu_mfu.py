@@ -3,7 +3,7 @@
 On a CUDA device: SptForMaskedLM and BertForMaskedLM at the Text preset (6 layers, d 512,
 8 heads, FFN 2048, length 4096, 15% masked) train under bf16 autocast with SDPA (flash kernel);
 forward + backward steps alternate, medians are reported. MFU = counted FLOPs per second
-(formula in `hf_spt/benchmarking.py`) / peak, for two peaks: a large bf16 matmul measured in
+(formula in `benchmarks/benchmarking.py`) / peak, for two peaks: a large bf16 matmul measured in
 the same run, and the device's datasheet dense bf16 peak if given (`--peak_tflops`, e.g. 989
 for H100/H200 SXM). Peak memory is `torch.cuda.max_memory_allocated` over one step.
 
@@ -22,7 +22,7 @@ from functools import partial
 
 import torch
 
-from hf_spt.benchmarking import (
+from benchmarking import (
     build_model,
     format_table,
     make_batch,

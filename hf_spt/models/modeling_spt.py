@@ -20,7 +20,7 @@ from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .configuration_spt import SptConfig
-from .classification_head import PooledClassifierMixin, classifier_features
+from .heads import PooledClassifierMixin, classifier_features
 from .positions import alibi_bias, alibi_slopes, apply_rotary, rotary_cos_sin, rotary_inverse_frequencies, sinusoidal_table
 
 

@@ -21,28 +21,21 @@ from accelerate import PartialState
 from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
-from .analysis.callback import ProximityCallback
+from ..analysis.callback import ProximityCallback
+from ..models.backbone_classifier import BackboneClassifierConfig
+from ..models.configuration_spt import SptConfig
+from ..tasks import Task, load_task
+from ..training.arguments import FinetuneArguments, PretrainArguments
+from ..training.finetune_trainer import FinetuneTrainer
+from ..training.losses import class_weights
+from ..training.model_card import SptModelCardData
+from ..training.model_factory import classification_model, pretraining_collator, pretraining_model
+from ..training.parts import freeze_parts, load_partial_weights
+from ..training.pretrain_trainer import PretrainTrainer
 from .arguments import DataArguments, ExperimentArguments, ModelArguments
-from .backbone_classifier import BackboneClassifierConfig
-from .backbones import (
-    build_backbone_config,
-    classification_model,
-    pretraining_collator,
-    pretraining_model,
-    starting_weights,
-    uses_spt_model,
-)
-from .configuration_spt import SptConfig
-from .finetune_config import FinetuneTrainingArguments
-from .finetune_trainer import FinetuneTrainer
-from .freezing import freeze_parts
+from .card_provenance import phase_card_data
 from .hub import check_hub_ready
-from .loss_weighting import class_weights
-from .model_card import SptModelCardData, phase_card_data
-from .partial_loading import load_partial_weights
-from .spt_config import SptTrainingArguments
-from .spt_trainer import SptTrainer
-from .tasks import Task, load_task
+from .model_config import build_config, starting_weights
 
 PHASE_RESULT_NAME = "phase.json"
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")
@@ -104,37 +97,6 @@ def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Ta
             "vocabulary: pathfinder/pathx/image (256 pixel values), text/retrieval/custom (bytes)."
         )
     return fit_lengths(source, task.preset.max_length, data_args.truncation)
-
-
-def build_config(task: Task, model_args: ModelArguments) -> SptConfig | BackboneClassifierConfig:
-    """SptConfig from the task preset, with every explicitly given model argument on top.
-
-    With --model_type/--config_name/--model_name_or_path: that architecture (see `backbones`).
-    """
-    if not uses_spt_model(model_args):
-        return build_backbone_config(task, model_args)
-    sizes = dict(task.preset.model)
-    for name in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "pooling"):
-        if getattr(model_args, name) is not None:
-            sizes[name] = getattr(model_args, name)
-    tokenizer = task.tokenizer
-    config = SptConfig(
-        vocab_size=len(tokenizer),
-        max_position_embeddings=task.preset.max_length,
-        position_embedding_type=model_args.position_embedding_type,
-        hidden_dropout_prob=model_args.hidden_dropout_prob,
-        attention_probs_dropout_prob=model_args.attention_probs_dropout_prob,
-        pad_token_id=tokenizer.pad_token_id,
-        mask_token_id=tokenizer.mask_token_id,
-        cls_token_id=tokenizer.cls_token_id,
-        num_labels=task.preset.num_labels,
-        id2label=task.id2label(),
-        label2id={name: i for i, name in task.id2label().items()},
-        two_tower=task.is_pair,
-        **sizes,
-    )
-    config._attn_implementation = model_args.attn_implementation
-    return config
 
 
 def _trainer_kwargs(
@@ -200,7 +162,7 @@ def pretrain(
         return done
     set_seed(exp.seed)
     model = pretraining_model(config, exp.spt_objective, init_from)
-    args = SptTrainingArguments(
+    args = PretrainArguments(
         mlm_probability=exp.mlm_probability or task.preset.mlm_probability,
         mask_replace_prob=exp.mask_replace_prob,
         random_replace_prob=exp.random_replace_prob,
@@ -208,7 +170,7 @@ def pretrain(
         **_trainer_kwargs(exp, folder, exp.spt_epochs, exp.spt_learning_rate, exp.spt_batch_size or task.preset.batch_size,
                           exp.spt_max_steps),
     )
-    trainer = SptTrainer(
+    trainer = PretrainTrainer(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
         data_collator=pretraining_collator(task.tokenizer, exp.spt_objective),
     )
@@ -252,7 +214,7 @@ def finetune(
         load_partial_weights(model, init_from, init_parts)
     if freeze is not None:
         freeze_parts(model, freeze)
-    args = FinetuneTrainingArguments(
+    args = FinetuneArguments(
         class_weights=class_weights(exp.class_weights, task.dataset["train"]["labels"], config.num_labels),
         **_trainer_kwargs(exp, folder, epochs or exp.finetune_epochs, exp.finetune_learning_rate,
                           exp.finetune_batch_size or task.preset.batch_size, exp.finetune_max_steps)
@@ -328,5 +290,5 @@ def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: Ex
     return {"task": task.name, "arms": arms, **extra}
 
 
-__all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "build_config", "pretrain", "finetune", "run_experiment",
+__all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "pretrain", "finetune", "run_experiment",
            "results_table", "write_results"]

@@ -19,10 +19,8 @@ from typing import Any
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from transformers import PreTrainedConfig, TrainingArguments
 
-from .arguments import ExperimentArguments
-from .tasks import Task
 
-TEMPLATE_PATH = Path(__file__).parent / "model_cards" / "spt_model_card_template.md"
+TEMPLATE_PATH = Path(__file__).parents[1] / "model_cards" / "spt_model_card_template.md"
 MODEL_CARD_NAME = "README.md"
 PHASES = ("pretrain", "spt", "scratch")
 METRIC_NAMES = ("accuracy", "macro_f1", "loss", "mse")
@@ -36,9 +34,8 @@ AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalL
 
 def installed_versions() -> dict[str, str]:
     """Versions of the libraries that wrote the model (rendered under "Framework versions")."""
-    from . import __version__
-
-    return {"hf_spt": __version__, **{name: metadata.version(name) for name in ("transformers", "torch", "huggingface_hub")}}
+    return {"hf_spt": metadata.version("hf-spt"),
+            **{name: metadata.version(name) for name in ("transformers", "torch", "huggingface_hub")}}
 
 
 def _listed(parts: list[str] | None) -> str:
@@ -153,53 +150,6 @@ def write_model_card(data: SptModelCardData, folder: str | Path) -> Path:
     return path
 
 
-def phase_card_data(
-    task: Task,
-    config: PreTrainedConfig,
-    exp: ExperimentArguments,
-    phase: str,
-    args: TrainingArguments,
-    init_from: str | Path | None = None,
-    spt_epochs: float | None = None,
-    extra_training: dict[str, Any] | None = None,
-    init_parts: str | None = None,
-    freeze: str | None = None,
-) -> SptModelCardData:
-    """Card data of one pipeline phase (metrics are filled in when the phase ends).
-
-    `phase` is "pretrain" or a fine-tuning arm; `init_from` the weights it started from;
-    `spt_epochs` the epochs the SPT phase behind these weights ran (None: no SPT, or unknown).
-    `init_parts`: only these parts came from `init_from` (hybrid init; None: all but the head);
-    `freeze`: parts kept at their initial values.
-    """
-    backbone = getattr(config, "backbone", None) or config
-    had_spt = phase in ("pretrain", "spt") or spt_epochs is not None
-    objective = exp.spt_objective if had_spt else None
-    init = str(init_from) if init_from is not None else None
-    training = {name: getattr(args, name) for name in TRAINING_SETTINGS}
-    training.update(extra_training or {})
-    return SptModelCardData(
-        model_name=f"{task.name}-{phase}",
-        phase=phase,
-        task_name=task.name,
-        architecture=backbone.model_type,
-        objective=objective,
-        init_from=init,
-        base_model=init if init and not Path(init).exists() else None,
-        pretraining_data=f"the training inputs of task {task.name} ({len(task.dataset['train'])} rows, labels unused)"
-        if had_spt else None,
-        pretraining_task=PRETRAINING_TASKS[objective] if objective else None,
-        spt_epochs=spt_epochs if had_spt else None,
-        mlm_probability=(exp.mlm_probability or task.preset.mlm_probability) if objective == "masked" else None,
-        transplanted=([f"{part} of {init}" for part in init_parts.split(",")] if init_parts
-                      else [f"all weights of {init} except the task head"] if init else []),
-        frozen=freeze.split(",") if freeze else [],
-        seed=exp.seed,
-        training=training,
-        hub_model_id=f"{exp.hub_model_id}-{phase}" if exp.push_to_hub and exp.hub_model_id else None,
-    )
-
-
 class ModelCardMixin:
     """Trainer mixin: `create_model_card` (called by `Trainer.push_to_hub`) writes the SPT card.
 
@@ -215,5 +165,5 @@ class ModelCardMixin:
             write_model_card(self.model_card_data, self.args.output_dir)
 
 
-__all__ = ["SptModelCardData", "ModelCardMixin", "phase_card_data", "model_card", "write_model_card",
+__all__ = ["SptModelCardData", "ModelCardMixin", "model_card", "write_model_card",
            "installed_versions", "TEMPLATE_PATH", "MODEL_CARD_NAME"]

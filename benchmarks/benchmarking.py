@@ -6,7 +6,7 @@ alternation (the order flips every repetition), reporting medians. Figures are o
 quoted as ratios hf_spt / BERT measured in the same run, because the machine is shared.
 
 Peak memory (CPU): each measurement runs in a fresh Python process (`python -m
-hf_spt.benchmarking SPEC`) that builds the model and batch, runs one tiny warm-up step (so
+benchmarking SPEC`) that builds the model and batch, runs one tiny warm-up step (so
 that library workspaces are allocated), resets the kernel's peak-RSS counter (writing "5" to
 /proc/self/clear_refs resets VmHWM, Linux >= 4.0), runs ONE training step and reports
 `VmHWM - RSS before the step`: the extra memory the step needed (activations kept for backward,
@@ -79,8 +79,8 @@ def build_model(kind: str, preset: BenchPreset, attn_implementation: str = "sdpa
     """hf_spt or BERT model (`kind` in MODEL_KINDS) of the preset's size, dropout 0, in train mode."""
     from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
 
-    from .configuration_spt import SptConfig
-    from .modeling_spt import SptForMaskedLM, SptForSequenceClassification
+    from hf_spt import SptConfig
+    from hf_spt import SptForMaskedLM, SptForSequenceClassification
 
     sizes = dict(
         vocab_size=preset.vocab_size,
@@ -221,7 +221,7 @@ def peak_step_bytes(
             "pad_fraction": pad_fraction}
     env = {**os.environ, **MALLOC_ENV}
     result = subprocess.run(
-        [sys.executable, "-m", "hf_spt.benchmarking", json.dumps(spec)],
+        [sys.executable, os.path.abspath(__file__), json.dumps(spec)],
         capture_output=True, text=True, env=env, check=False,
     )
     if result.returncode != 0:

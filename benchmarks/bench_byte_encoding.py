@@ -11,7 +11,7 @@ import argparse
 import time
 
 from hf_spt.tasks.common import byte_ids
-from hf_spt.tokenization_spt import build_byte_tokenizer
+from hf_spt.models.tokenization_spt import build_byte_tokenizer
 
 
 def main() -> None:

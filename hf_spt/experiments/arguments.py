@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .partial_loading import parse_parts
+from ..training.parts import parse_parts
 
 MODES = ("compare", "spt", "finetune", "scratch")
 

@@ -26,7 +26,7 @@ import torch
 from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling
 
-from hf_spt.benchmarking import (
+from benchmarking import (
     build_model,
     format_table,
     median,
@@ -35,8 +35,8 @@ from hf_spt.benchmarking import (
     training_step,
     write_json,
 )
-from hf_spt.collator import DataCollatorForSpt
-from hf_spt.tokenization_spt import build_byte_tokenizer
+from hf_spt.training.collators import DataCollatorForSpt
+from hf_spt.models.tokenization_spt import build_byte_tokenizer
 
 WORDS = "the movie film was a great bad plot acting story one of and it is not but this I very".split()
 

@@ -1,4 +1,4 @@
-"""Save and load selected parts of an SPT encoder (W_Q/W_K, attention, MLP...) with safetensors.
+"""Parts of an SPT encoder (W_Q/W_K, attention, MLP...): save and load them with safetensors, or freeze them.
 
 The "hybrid init" ablations of Coser et al. (arXiv 2605.21070) copy only some weights of an SPT checkpoint into a
 freshly initialised model. This module does that reading only the selected tensors: it opens
@@ -10,6 +10,13 @@ reads one into a model and returns a `LoadReport` instead of hiding what did not
 Keys are matched on their encoder-relative name (`layers.0.attention.q_proj.weight`): whatever
 comes before it (`spt.` in the MLM and classification heads, nothing in a bare `SptModel`) is a
 prefix, so parts move between the three classes. Heads (`lm_head`, `classifier`) are never parts.
+
+Freezing keeps parts at their current values (e.g. attention at its random init): Coser et al. (arXiv 2605.21070) fine-tune from scratch with W_Q, W_K, W_V, W_O frozen at their
+random values to show that label supervision barely trains attention. Freezing here sets
+`requires_grad=False`: the Trainer builds its optimizer from parameters that require grad only,
+so frozen ones get no gradient, no AdamW state and no weight decay, and stay bit-identical.
+Call `freeze_parts` before the Trainer creates its optimizer. Parts are those of
+`PART_PATTERNS` (one definition of which key belongs to which part).
 """
 
 from __future__ import annotations
@@ -246,5 +253,27 @@ def load_partial_weights(
     return report
 
 
+def freeze_parts(model: nn.Module, parts: str | Iterable[str], layers: Iterable[int] | None = None) -> list[str]:
+    """Set `requires_grad=False` on the parameters of `parts` (e.g. "attention" or "qk,mlp"); return their names.
+
+    Biases go with their weights (`qk` freezes q_proj/k_proj weights and biases). A selection
+    that matches no parameter is an error, so a typo in a layer list cannot silently freeze nothing.
+    """
+    parameters = dict(model.named_parameters())
+    names = select_keys(parameters, parse_parts(parts), layers)
+    if not names:
+        raise ValueError(f"Parts {parts!r} (layers {layers}) match no parameter of this model; "
+                         f"its parameters: {sorted(parameters)}.")
+    for name in names:
+        parameters[name].requires_grad_(False)
+    return names
+
+
+def frozen_parameter_names(model: nn.Module) -> list[str]:
+    """Names of the parameters that do not require grad."""
+    return [name for name, parameter in model.named_parameters() if not parameter.requires_grad]
+
+
 __all__ = ["PARTIAL_WEIGHTS_NAME", "PART_PATTERNS", "LoadReport", "parse_parts", "split_prefix", "select_keys",
-           "get_partial_state_dict", "save_partial_state_dict", "checkpoint_weight_map", "load_partial_weights"]
+           "get_partial_state_dict", "save_partial_state_dict", "checkpoint_weight_map", "load_partial_weights",
+           "freeze_parts", "frozen_parameter_names"]

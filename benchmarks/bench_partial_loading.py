@@ -23,7 +23,7 @@ MEASURE = r"""
 import json, resource, sys, time, torch
 torch.set_num_threads(1)
 from hf_spt import SptConfig, SptForSequenceClassification
-from hf_spt.partial_loading import load_partial_weights
+from hf_spt.training.parts import load_partial_weights
 from safetensors.torch import load_file
 folder, mode = sys.argv[1], sys.argv[2]
 model = SptForSequenceClassification(SptConfig.from_pretrained(folder))

@@ -6,10 +6,10 @@ import torch
 from datasets import Dataset, concatenate_datasets
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
-from .collator import DataCollatorForSpt
-from .loss_weighting import TOKEN_WEIGHTING, inverse_frequency_token_weights, weighted_token_loss
+from .collators import DataCollatorForSpt
+from .losses import TOKEN_WEIGHTING, inverse_frequency_token_weights, weighted_token_loss
 from .model_card import ModelCardMixin
-from .spt_config import SptTrainingArguments
+from .arguments import PretrainArguments
 
 def inputs_only(dataset: Dataset) -> Dataset:
     """The inputs SPT reads: `input_ids` only, labels never. For pair tasks both documents are rows."""
@@ -20,7 +20,7 @@ def inputs_only(dataset: Dataset) -> Dataset:
     return inputs
 
 
-class SptTrainer(ModelCardMixin, Trainer):
+class PretrainTrainer(ModelCardMixin, Trainer):
     """`Trainer` for masked-token self-pretraining.
 
     Drops label columns from the datasets and builds a `DataCollatorForSpt` from the arguments'
@@ -31,7 +31,7 @@ class SptTrainer(ModelCardMixin, Trainer):
     def __init__(
         self,
         model: PreTrainedModel,
-        args: SptTrainingArguments,
+        args: PretrainArguments,
         train_dataset: Dataset,
         eval_dataset: Dataset | None = None,
         processing_class: PreTrainedTokenizerBase | None = None,
@@ -39,7 +39,7 @@ class SptTrainer(ModelCardMixin, Trainer):
         **kwargs,
     ):
         if processing_class is None and data_collator is None:
-            raise ValueError("SptTrainer needs the tokenizer (processing_class) to know [MASK] and the special tokens.")
+            raise ValueError("PretrainTrainer needs the tokenizer (processing_class) to know [MASK] and the special tokens.")
         with args.main_process_first(desc="dropping labels for SPT"):
             train_dataset = inputs_only(train_dataset)
             eval_dataset = inputs_only(eval_dataset) if eval_dataset is not None else None
@@ -82,4 +82,4 @@ class SptTrainer(ModelCardMixin, Trainer):
         return (loss, outputs) if return_outputs else loss
 
 
-__all__ = ["SptTrainer", "inputs_only"]
+__all__ = ["PretrainTrainer", "inputs_only"]

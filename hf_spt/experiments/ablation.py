@@ -39,10 +39,11 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
+from ..training.parts import parse_parts
 from .ablation_report import write_report
 from .arguments import DataArguments, ExperimentArguments, ModelArguments
-from .partial_loading import parse_parts
-from .pipeline import PHASE_RESULT_NAME, build_config, finetune, prepare_task, pretrain
+from .model_config import build_config
+from .pipeline import PHASE_RESULT_NAME, finetune, prepare_task, pretrain
 
 CELLS_DIR = "cells"
 PRETRAIN_DIR = "pretrain"
@@ -233,7 +234,7 @@ def _run_unit(grid: Grid, kind: str, unit: PretrainJob | Cell, isolate: bool, de
     if device_index is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(device_index)
     payload = json.dumps({"grid": asdict(grid), "kind": kind, "unit": asdict(unit)})
-    subprocess.run([sys.executable, "-m", "hf_spt.ablation", payload], env=env, check=True)
+    subprocess.run([sys.executable, "-m", "hf_spt.experiments.ablation", payload], env=env, check=True)
 
 
 def run_grid(grid: Grid) -> list[dict[str, Any]]:

@@ -1,0 +1,67 @@
+"""What a phase's model card says about where its weights came from, read off the run's settings.
+
+The card itself (`training.model_card`) knows nothing of command-line flags; this module fills
+its provenance (starting weights, SPT objective and masking rate, transplanted and frozen parts,
+training settings) from one phase of the two-phase pipeline.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from transformers import PreTrainedConfig, TrainingArguments
+
+from ..tasks import Task
+from ..training.model_card import PRETRAINING_TASKS, TRAINING_SETTINGS, SptModelCardData
+from .arguments import ExperimentArguments
+
+
+def phase_card_data(
+    task: Task,
+    config: PreTrainedConfig,
+    exp: ExperimentArguments,
+    phase: str,
+    args: TrainingArguments,
+    init_from: str | Path | None = None,
+    spt_epochs: float | None = None,
+    extra_training: dict[str, Any] | None = None,
+    init_parts: str | None = None,
+    freeze: str | None = None,
+) -> SptModelCardData:
+    """Card data of one pipeline phase (metrics are filled in when the phase ends).
+
+    `phase` is "pretrain" or a fine-tuning arm; `init_from` the weights it started from;
+    `spt_epochs` the epochs the SPT phase behind these weights ran (None: no SPT, or unknown).
+    `init_parts`: only these parts came from `init_from` (hybrid init; None: all but the head);
+    `freeze`: parts kept at their initial values.
+    """
+    backbone = getattr(config, "backbone", None) or config
+    had_spt = phase in ("pretrain", "spt") or spt_epochs is not None
+    objective = exp.spt_objective if had_spt else None
+    init = str(init_from) if init_from is not None else None
+    training = {name: getattr(args, name) for name in TRAINING_SETTINGS}
+    training.update(extra_training or {})
+    return SptModelCardData(
+        model_name=f"{task.name}-{phase}",
+        phase=phase,
+        task_name=task.name,
+        architecture=backbone.model_type,
+        objective=objective,
+        init_from=init,
+        base_model=init if init and not Path(init).exists() else None,
+        pretraining_data=f"the training inputs of task {task.name} ({len(task.dataset['train'])} rows, labels unused)"
+        if had_spt else None,
+        pretraining_task=PRETRAINING_TASKS[objective] if objective else None,
+        spt_epochs=spt_epochs if had_spt else None,
+        mlm_probability=(exp.mlm_probability or task.preset.mlm_probability) if objective == "masked" else None,
+        transplanted=([f"{part} of {init}" for part in init_parts.split(",")] if init_parts
+                      else [f"all weights of {init} except the task head"] if init else []),
+        frozen=freeze.split(",") if freeze else [],
+        seed=exp.seed,
+        training=training,
+        hub_model_id=f"{exp.hub_model_id}-{phase}" if exp.push_to_hub and exp.hub_model_id else None,
+    )
+
+
+__all__ = ["phase_card_data"]

@@ -1,0 +1,51 @@
+"""Hugging Face Hub access, checked before any training starts.
+
+A run with `--push_to_hub` that only learns at the end, hours later, that it cannot push has
+wasted its time; `check_hub_ready` fails in seconds instead, naming what is missing (the Hub id,
+the network, the token). Model ids that are not local folders go through the same check's
+offline test (`training.checkpoints.check_model_source`), with a message that says to pass a
+local folder instead.
+"""
+
+from __future__ import annotations
+
+from huggingface_hub import HfApi, constants, get_token
+
+from ..training.checkpoints import REACHABILITY_TIMEOUT_S, HubNotReadyError, endpoint_reachable, hub_offline
+
+
+def check_hub_ready(hub_model_id: str | None, timeout: float = REACHABILITY_TIMEOUT_S) -> str:
+    """Check that models can be pushed to `hub_model_id`; return the Hub user name.
+
+    Raises `HubNotReadyError` (before anything is trained) when the id is missing, HF_HUB_OFFLINE
+    is set, no token is stored, the endpoint does not answer within `timeout` seconds, or the
+    token is refused.
+    """
+    if not hub_model_id:
+        raise HubNotReadyError(
+            "--push_to_hub needs --hub_model_id (e.g. `--hub_model_id my-user/markov-spt`); each phase "
+            "is pushed to HUB_MODEL_ID-<phase> (pretrain, spt, scratch)."
+        )
+    if hub_offline():
+        raise HubNotReadyError(
+            "--push_to_hub was given but HF_HUB_OFFLINE is set: unset HF_HUB_OFFLINE, or drop --push_to_hub "
+            "and push the saved folders later with `hf upload`."
+        )
+    token = get_token()
+    if token is None:
+        raise HubNotReadyError(
+            "--push_to_hub needs a Hugging Face token with write access: run `hf auth login` or set HF_TOKEN, "
+            "then start again (nothing was trained)."
+        )
+    if not endpoint_reachable(constants.ENDPOINT, timeout):
+        raise HubNotReadyError(
+            f"--push_to_hub: the Hub at {constants.ENDPOINT} did not answer within {timeout:.0f} s (no network?). "
+            "Drop --push_to_hub to train offline, and push the saved folders later with `hf upload`."
+        )
+    try:
+        return HfApi().whoami(token=token)["name"]
+    except Exception as error:  # any refusal (401, 403, network) means the push would fail too
+        raise HubNotReadyError(f"--push_to_hub: the Hub refused the token ({error}). Run `hf auth login` again.") from error
+
+
+__all__ = ["check_hub_ready"]

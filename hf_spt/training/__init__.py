@@ -1,0 +1,22 @@
+"""Layer 2, training: the arguments and trainers of both phases, collators, losses, and parts
+(partial loading and freezing). Depends on the models layer only."""
+
+from .arguments import FinetuneArguments, PretrainArguments
+from .collators import DataCollatorForClassification, DataCollatorForSpt
+from .finetune_trainer import FinetuneTrainer
+from .parts import LoadReport, freeze_parts, get_partial_state_dict, load_partial_weights, save_partial_state_dict
+from .pretrain_trainer import PretrainTrainer
+
+__all__ = [
+    "PretrainArguments",
+    "PretrainTrainer",
+    "FinetuneArguments",
+    "FinetuneTrainer",
+    "DataCollatorForSpt",
+    "DataCollatorForClassification",
+    "LoadReport",
+    "load_partial_weights",
+    "get_partial_state_dict",
+    "save_partial_state_dict",
+    "freeze_parts",
+]

@@ -1,0 +1,102 @@
+"""Model factory for both phases: the SPT encoder, or any transformers architecture.
+
+The run's model config is an `SptConfig` or a `BackboneClassifierConfig` (a transformers backbone
+plus the classification head: pooling, labels, two-tower); the pretraining phase reads its
+`backbone` part. Models start from random weights or from a checkpoint (`init_from`).
+
+SPT objectives: `masked` (MLM; any architecture with a masked-LM head: SPT, BERT, RoBERTa,
+DistilBERT, ...) and `causal` (next-token prediction on the task's inputs, Amos et al.'s other
+objective; any architecture with a causal-LM head: GPT-2, Llama, ...). Decoder backbones (no
+masked-LM head) default to `last_mean` pooling (Balestriero & Huang), as no CLS token exists.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForMaskedLM,
+    DataCollatorForLanguageModeling,
+    PreTrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING, MODEL_FOR_MASKED_LM_MAPPING
+
+from ..models.backbone_classifier import BackboneClassifierConfig, BackboneForSequenceClassification
+from .checkpoints import check_model_source, resolve_model_folder
+from ..models.configuration_spt import SptConfig
+from ..models.modeling_spt import SptForMaskedLM, SptForSequenceClassification
+
+SPT_OBJECTIVES = ("masked", "causal")
+DECODER_POOLING = "last_mean"
+
+
+def is_decoder_only(config: PreTrainedConfig) -> bool:
+    """True for architectures without a masked-LM head (GPT-2, Llama...): they read left to right."""
+    return type(config) not in MODEL_FOR_MASKED_LM_MAPPING
+
+
+def _source(init_from: str | Path) -> str:
+    """A local checkpoint folder (or Trainer output folder), else a Hub id checked for reachability."""
+    if Path(init_from).exists():
+        return str(resolve_model_folder(init_from))
+    check_model_source(str(init_from))
+    return str(init_from)
+
+
+def pretraining_model(
+    config: SptConfig | BackboneClassifierConfig, objective: str, init_from: str | Path | None = None
+) -> PreTrainedModel:
+    """The SPT-phase model: masked-LM or causal-LM head on the run's architecture, random or from `init_from`."""
+    if objective not in SPT_OBJECTIVES:
+        raise ValueError(f"Unknown --spt_objective {objective!r}; choose one of {', '.join(SPT_OBJECTIVES)}.")
+    if isinstance(config, SptConfig):
+        if objective == "causal":
+            raise ValueError(
+                "--spt_objective causal needs a decoder architecture (e.g. --model_type gpt2 --from_scratch): the "
+                "SPT encoder attends both ways, so next-token prediction would see the answer."
+            )
+        return SptForMaskedLM(config) if init_from is None else SptForMaskedLM.from_pretrained(_source(init_from))
+    backbone = config.backbone
+    auto, mapping = (AutoModelForCausalLM, MODEL_FOR_CAUSAL_LM_MAPPING) if objective == "causal" else (
+        AutoModelForMaskedLM, MODEL_FOR_MASKED_LM_MAPPING)
+    if type(backbone) not in mapping:
+        other = "masked" if objective == "causal" else "causal"
+        raise ValueError(f"{backbone.model_type} has no {objective}-LM head in transformers: use --spt_objective {other}.")
+    if init_from is None:
+        return auto.from_config(backbone, attn_implementation=backbone._attn_implementation)
+    return auto.from_pretrained(_source(init_from), attn_implementation=backbone._attn_implementation)
+
+
+def classification_model(
+    config: SptConfig | BackboneClassifierConfig, init_from: str | Path | None = None
+) -> PreTrainedModel:
+    """The fine-tuning model: the run's head on a random backbone, or on `init_from`'s (SPT or pretrained) weights."""
+    if init_from is None:
+        if isinstance(config, SptConfig):
+            return SptForSequenceClassification(config)
+        return BackboneForSequenceClassification(config)
+    source = _source(init_from)
+    source_config = AutoConfig.from_pretrained(source)
+    heads = dict(num_labels=config.num_labels, id2label=config.id2label, label2id=config.label2id,
+                 pooling=config.pooling, two_tower=config.two_tower)
+    if isinstance(source_config, SptConfig):
+        attention = config._attn_implementation if isinstance(config, SptConfig) else config.backbone._attn_implementation
+        return SptForSequenceClassification.from_pretrained(source, attn_implementation=attention, **heads)
+    attention = config.backbone._attn_implementation if isinstance(config, BackboneClassifierConfig) else "sdpa"
+    model = BackboneForSequenceClassification(BackboneClassifierConfig(backbone=source_config, **heads))
+    model.load_backbone(AutoModel.from_pretrained(source, attn_implementation=attention))
+    return model
+
+
+def pretraining_collator(tokenizer: PreTrainedTokenizerBase, objective: str) -> DataCollatorForLanguageModeling | None:
+    """Causal SPT's collator (labels = inputs, pads ignored; the model shifts them); None: PretrainTrainer's MLM default."""
+    return DataCollatorForLanguageModeling(tokenizer, mlm=False) if objective == "causal" else None
+
+
+__all__ = ["SPT_OBJECTIVES", "DECODER_POOLING", "is_decoder_only", "pretraining_model", "classification_model",
+           "pretraining_collator"]

@@ -1,0 +1,78 @@
+"""The package's layers hold: no module imports a module of a higher layer.
+
+models (1) -> training (2) -> tasks and analysis (3) -> experiments (4). A module may import its
+own layer and the layers below; `hf_spt/__init__.py` (the public API) may import any.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "hf_spt"
+LAYERS = {"models": 1, "training": 2, "tasks": 3, "analysis": 3, "experiments": 4}
+MAX_LINES = 400
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of a dotted `hf_spt.<layer>...` module name (None: the package root)."""
+    parts = module.split(".")
+    return LAYERS[parts[1]] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def package_of(path: Path) -> str:
+    return module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
+
+
+def imported_modules(source: str, package: str) -> list[str]:
+    """Absolute names of the hf_spt modules `source` (a module of `package`) imports, relative ones resolved."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                names.append(".".join(base + ([node.module] if node.module else [])))
+            elif node.module:
+                names.append(node.module)
+        elif isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+    return [name for name in names if name == "hf_spt" or name.startswith("hf_spt.")]
+
+
+SOURCES = sorted(path for path in PACKAGE.rglob("*.py") if path != PACKAGE / "__init__.py")
+
+
+def test_every_module_lives_in_a_layer():
+    assert {path.relative_to(PACKAGE).parts[0] for path in SOURCES} <= set(LAYERS)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_a_higher_layer(path):
+    own = layer_of(module_name(path))
+    upward = [name for name in imported_modules(path.read_text(), package_of(path)) if (layer_of(name) or 99) > own]
+    assert not upward, f"{path.relative_to(PACKAGE)} (layer {own}) imports {upward} from a higher layer"
+
+
+def test_models_depend_on_transformers_only():
+    for path in (PACKAGE / "models").rglob("*.py"):
+        others = [name for name in imported_modules(path.read_text(), package_of(path)) if not name.startswith("hf_spt.models")]
+        assert not others, f"{path.name} imports {others}"
+
+
+def test_the_checker_sees_upward_imports():
+    source = "from ..experiments import pipeline\nfrom .heads import pool\nimport hf_spt.training.parts\n"
+    assert imported_modules(source, "hf_spt.models") == ["hf_spt.experiments", "hf_spt.models.heads",
+                                                         "hf_spt.training.parts"]
+    assert layer_of("hf_spt.experiments") > layer_of("hf_spt.models.heads")
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_stay_focused(path):
+    assert len(path.read_text().splitlines()) <= MAX_LINES
