@@ -6,7 +6,7 @@ each row's all-ones vector, which are the directions a proximity pattern needs; 
 masked-reconstruction (MLM) loss keeps a gradient there.
 
 The scores are captured without touching the model: a probe attention function is registered
-with transformers' `AttentionInterface` and selected through `config._attn_implementation`.
+with transformers' `AttentionInterface` and selected with `model.set_attn_implementation`.
 It is eager attention with a zero tensor added to the scores; that tensor is a leaf, so after
 `backward()` its `.grad` is exactly d loss / d scores, whatever the layers above do.
 
@@ -62,22 +62,20 @@ AttentionInterface.register(PROBE_ATTENTION, score_probe_attention)
 
 
 @contextlib.contextmanager
-def capture_scores(*configs) -> Iterator[list[torch.Tensor]]:
-    """Within the block, models built on `configs` attend with the probe; yields the list of score leaves.
+def capture_scores(model: PreTrainedModel) -> Iterator[list[torch.Tensor]]:
+    """Within the block, `model` attends with the probe; yields the list of score leaves.
 
-    One leaf per attention call, in call order (layer 0 first). The configs' attention
-    implementation is restored on exit.
+    One leaf per attention call, in call order (layer 0 first). The probe is selected with
+    `model.set_attn_implementation`, and the model's own implementation is set back on exit.
     """
     global _captured
-    previous = [config._attn_implementation for config in configs]
+    previous = model.config._attn_implementation
     _captured = []
     try:
-        for config in configs:
-            config._attn_implementation = PROBE_ATTENTION
+        model.set_attn_implementation(PROBE_ATTENTION)
         yield _captured
     finally:
-        for config, implementation in zip(configs, previous):
-            config._attn_implementation = implementation
+        model.set_attn_implementation(previous)
         _captured = None
 
 
@@ -136,10 +134,9 @@ def score_gradients(
     """d loss / d scores (B, H, T, T) of every attention call of `model` on `batch`.
 
     `loss_of(outputs)` gives the scalar loss (default: `outputs.loss`). The model must dispatch
-    attention through `ALL_ATTENTION_FUNCTIONS` with its `config._attn_implementation`, as the
-    SPT models do.
+    attention through `ALL_ATTENTION_FUNCTIONS` (the AttentionInterface), as the SPT models do.
     """
-    with capture_scores(model.config) as leaves:
+    with capture_scores(model) as leaves:
         outputs = model(**batch)
         loss = outputs.loss if loss_of is None else loss_of(outputs)
         loss.backward()
