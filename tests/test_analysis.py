@@ -17,7 +17,7 @@ from hf_spt.analysis.gradient_probe import gradient_probe, report_score_gradient
 from hf_spt.analysis.positional_kernel import positional_kernel, relative_share
 from hf_spt.analysis.proximity import ProximityStats, proximity_scores
 from hf_spt.analysis.token_frequency import bucket_losses, frequency_buckets, token_counts
-from hf_spt.models.modeling_spt import SptAttention
+from hf_spt.models.modeling_spt import SptAttention, SptPreTrainedModel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,7 +96,7 @@ def test_positional_kernel_needs_an_additive_table():
 
 # --- gradient probe --------------------------------------------------------------------------
 
-class UniformAttentionModel(nn.Module):
+class UniformAttentionModel(SptPreTrainedModel):
     """The paper's simplified setting: token-only embeddings, one attention layer (residual kept), mean pooling.
 
     `head` is a linear classifier on the mean-pooled states (supervised) or a linear decoder at
@@ -104,10 +104,8 @@ class UniformAttentionModel(nn.Module):
     """
 
     def __init__(self, vocab: int, dim: int, outputs: int, mlm: bool):
-        super().__init__()
-        self.config = SptConfig(vocab_size=vocab, hidden_size=dim, num_attention_heads=2,
-                                position_embedding_type="none")
-        self.config._attn_implementation = "eager"
+        super().__init__(SptConfig(vocab_size=vocab, hidden_size=dim, num_attention_heads=2,
+                                   position_embedding_type="none", attn_implementation="eager"))
         self.embed = nn.Embedding(vocab, dim)
         self.attention = SptAttention(self.config, 0)
         self.head = nn.Linear(dim, outputs)
