@@ -18,13 +18,12 @@ from datasets import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..training.collators import DataCollatorForSpt
+from ..training.losses import token_id_counts
 
 
 def token_counts(sequences: Sequence[Sequence[int]], vocab_size: int, special_ids: Sequence[int]) -> torch.Tensor:
-    """Occurrences (V,) of every token id in `sequences`; special tokens are not counted."""
-    counts = torch.zeros(vocab_size, dtype=torch.long)
-    for ids in sequences:
-        counts += torch.bincount(torch.as_tensor(list(ids), dtype=torch.long), minlength=vocab_size)[:vocab_size]
+    """Occurrences (V,) of every token id in `sequences` (`token_id_counts`); special tokens are not counted."""
+    counts = token_id_counts(sequences, vocab_size)
     counts[list(special_ids)] = 0
     return counts
 
