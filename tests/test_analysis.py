@@ -258,3 +258,23 @@ def test_run_analysis_writes_report_for_several_models(tiny_run, tmp_path):
                  "proximity_during_training.png", "score_gradient_by_offset.png", "token_frequency.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert "## Positional kernel" in (tmp_path / "report.md").read_text()
+
+
+def test_evaluating_restores_training_mode_and_saved_figure_closes(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from hf_spt.analysis.eval_mode import evaluating
+    from hf_spt.analysis.plotting import saved_figure
+
+    model = SptForMaskedLM(tiny_config()).train()
+    with pytest.raises(RuntimeError), evaluating(model) as device:
+        assert not model.training and not model.spt.layers[0].training and device.type == "cpu"
+        raise RuntimeError("probe failed")
+    assert model.training and model.spt.layers[0].training
+    open_before = len(plt.get_fignums())
+    with saved_figure(tmp_path / "ok.png", ncols=2, figsize=(4, 2)) as (_, axes):
+        axes[1].plot([0, 1])
+    with pytest.raises(ValueError), saved_figure(tmp_path / "failed.png"):
+        raise ValueError("drawing failed")
+    assert (tmp_path / "ok.png").stat().st_size > 0 and not (tmp_path / "failed.png").exists()
+    assert len(plt.get_fignums()) == open_before

@@ -25,6 +25,7 @@ from ..tasks import Task
 from .attention_maps import plot_attention_maps, plot_proximity_profiles, summarize_attention
 from .callback import PROXIMITY_LOG_NAME
 from .gradient_probe import gradient_probe
+from .plotting import saved_figure
 from .positional_kernel import plot_kernels, positional_kernel, relative_share
 from .token_frequency import bucket_markdown, frequency_table, plot_bucket_losses, weight_decay_sweep
 
@@ -106,27 +107,19 @@ def _training_section(names, folders, near, folder: Path) -> tuple[dict, list[st
             if (f / PROXIMITY_LOG_NAME).is_file()}
     if not logs:
         return {}, []
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     key = f"proximity/layer0/near{near}_ratio"
     lines = ["## Proximity during training (ProximityCallback)", "", f"| model | first {key} | last | max |", "|---|---|---|---|"]
-    figure, axis = plt.subplots(figsize=(5, 3.5))
-    for name, records in logs.items():
-        values = [r[key] for r in records if key in r]
-        if not values:
-            continue
-        lines.append(f"| {name} | {values[0]:.2f} | {values[-1]:.2f} | {max(values):.2f} |")
-        axis.plot([r["step"] for r in records if key in r], values, marker=".", label=name)
-    axis.axhline(1.0, color="grey", linestyle=":", label="uniform")
-    axis.set_xlabel("training step")
-    axis.set_ylabel(f"near{near} ratio to uniform (layer 0)")
-    axis.legend()
-    figure.tight_layout()
-    figure.savefig(folder / "proximity_during_training.png", dpi=80)
-    plt.close(figure)
+    with saved_figure(folder / "proximity_during_training.png", figsize=(5, 3.5)) as (_, axis):
+        for name, records in logs.items():
+            values = [r[key] for r in records if key in r]
+            if not values:
+                continue
+            lines.append(f"| {name} | {values[0]:.2f} | {values[-1]:.2f} | {max(values):.2f} |")
+            axis.plot([r["step"] for r in records if key in r], values, marker=".", label=name)
+        axis.axhline(1.0, color="grey", linestyle=":", label="uniform")
+        axis.set_xlabel("training step")
+        axis.set_ylabel(f"near{near} ratio to uniform (layer 0)")
+        axis.legend()
     return logs, lines + ["", "![proximity during training](proximity_during_training.png)", ""]
 
 
@@ -157,25 +150,17 @@ def _gradient_section(config, task: Task, args: AnalysisArguments, folder: Path)
 
 
 def _plot_gradient_offsets(losses: dict[str, list[dict[str, Any]]], path: Path, window: int = 20) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(5, 3.5))
-    for loss, layers in losses.items():
-        values = layers[0]["averaged_orthogonal_by_offset"]
-        centre = len(values) // 2
-        reach = min(window, centre)
-        offsets = list(range(-reach, reach + 1))
-        axis.plot(offsets, [-values[centre + d] for d in offsets], marker=".", label=loss)
-    axis.set_xlabel("j - i")
-    axis.set_ylabel("descent direction (-grad), diagonal mean")
-    axis.set_title("Averaged score gradient at uniform attention")
-    axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    with saved_figure(path, figsize=(5, 3.5)) as (_, axis):
+        for loss, layers in losses.items():
+            values = layers[0]["averaged_orthogonal_by_offset"]
+            centre = len(values) // 2
+            reach = min(window, centre)
+            offsets = list(range(-reach, reach + 1))
+            axis.plot(offsets, [-values[centre + d] for d in offsets], marker=".", label=loss)
+        axis.set_xlabel("j - i")
+        axis.set_ylabel("descent direction (-grad), diagonal mean")
+        axis.set_title("Averaged score gradient at uniform attention")
+        axis.legend()
 
 
 def _frequency_section(names, models, config, task: Task, args: AnalysisArguments, folder: Path):

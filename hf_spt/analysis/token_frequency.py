@@ -19,6 +19,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..training.collators import DataCollatorForSpt
 from ..training.losses import token_id_counts
+from .eval_mode import evaluating
+from .plotting import saved_figure
 
 
 def token_counts(sequences: Sequence[Sequence[int]], vocab_size: int, special_ids: Sequence[int]) -> torch.Tensor:
@@ -62,20 +64,17 @@ def per_token_mlm_loss(
     vocab = model.config.vocab_size
     loss_sum = torch.zeros(vocab, dtype=torch.float64)
     count = torch.zeros(vocab, dtype=torch.float64)
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    for _ in range(rounds):
-        for start in range(0, len(sequences), batch_size):
-            batch = collate([{"input_ids": list(ids)} for ids in sequences[start : start + batch_size]])
-            labels = batch["labels"]
-            logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
-                           labels=labels.to(device)).logits  # (N, V) at masked positions
-            targets = labels[labels != -100]
-            losses = torch.nn.functional.cross_entropy(logits.double().cpu(), targets, reduction="none")
-            loss_sum.index_add_(0, targets, losses)
-            count.index_add_(0, targets, torch.ones_like(losses))
-    model.train(was_training)
+    with evaluating(model) as device:
+        for _ in range(rounds):
+            for start in range(0, len(sequences), batch_size):
+                batch = collate([{"input_ids": list(ids)} for ids in sequences[start : start + batch_size]])
+                labels = batch["labels"]
+                logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
+                               labels=labels.to(device)).logits  # (N, V) at masked positions
+                targets = labels[labels != -100]
+                losses = torch.nn.functional.cross_entropy(logits.double().cpu(), targets, reduction="none")
+                loss_sum.index_add_(0, targets, losses)
+                count.index_add_(0, targets, torch.ones_like(losses))
     return loss_sum, count
 
 
@@ -154,21 +153,13 @@ def weight_decay_sweep(
 
 def plot_bucket_losses(tables: dict[str, list[dict[str, float | int]]], path: str | Path, title: str) -> Path:
     """Mean MLM loss per frequency bucket, one line per table (model or weight decay)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(5, 3.5))
-    for name, rows in tables.items():
-        axis.plot([row["bucket"] for row in rows], [row["mean_loss"] for row in rows], marker="o", label=name)
-    axis.set_xlabel("frequency bucket (0 = most frequent)")
-    axis.set_ylabel("mean masked-token loss")
-    axis.set_title(title)
-    axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    with saved_figure(path, figsize=(5, 3.5)) as (_, axis):
+        for name, rows in tables.items():
+            axis.plot([row["bucket"] for row in rows], [row["mean_loss"] for row in rows], marker="o", label=name)
+        axis.set_xlabel("frequency bucket (0 = most frequent)")
+        axis.set_ylabel("mean masked-token loss")
+        axis.set_title(title)
+        axis.legend()
     return Path(path)
 
 
