@@ -278,3 +278,31 @@ def test_evaluating_restores_training_mode_and_saved_figure_closes(tmp_path):
         raise ValueError("drawing failed")
     assert (tmp_path / "ok.png").stat().st_size > 0 and not (tmp_path / "failed.png").exists()
     assert len(plt.get_fignums()) == open_before
+
+
+def test_run_analysis_reads_the_run(tiny_run):
+    """--run finds the run's models and its task settings (results.json): no --task_options retyped."""
+    command = [sys.executable, str(ROOT / "run_scripts" / "run_analysis.py"), "--run", str(tiny_run),
+               "--num_examples", "4", "--probe_batch_size", "4", "--frequency_buckets", "2", "--seed", "0"]
+    subprocess.run(command, check=True, capture_output=True, env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+                                                                   "PATH": "/usr/bin:/bin"})
+    report = json.loads((tiny_run / "analysis" / "report.json").read_text())
+    assert report["models"] == {name: str(tiny_run / name) for name in ("scratch", "spt", "pretrain")}
+    assert report["task"] == "markov" and report["num_examples"] == 4
+    kernel_length = len(report["gradient_probe"]["uniform_attention"]["mlm"][0]["averaged_orthogonal_by_offset"])
+    assert kernel_length == 2 * TINY_TASK["length"] - 1  # the run's sequence length, read from results.json
+
+
+def test_run_analysis_flags_contradicting_the_run_are_errors(tiny_run, tmp_path):
+    sys.path.insert(0, str(ROOT / "run_scripts"))
+    from run_analysis import main, parse_arguments
+
+    argv = ["--run", str(tiny_run), "--task_options", json.dumps({**TINY_TASK, "length": 99}), "--seed", "3",
+            "--output_dir", str(tmp_path)]
+    with pytest.raises(ValueError, match=r"contradict the run's results.json") as error:
+        main(*parse_arguments(argv))
+    assert "--seed 3 (the run recorded 0)" in str(error.value)
+    assert "'length': 99} (the run recorded {" in str(error.value) and "'length': 12}" in str(error.value)
+    with pytest.raises(FileNotFoundError, match="no results.json there"):
+        main(*parse_arguments(["--run", str(tmp_path)]))
+    assert not any(tmp_path.iterdir())  # nothing analysed or written

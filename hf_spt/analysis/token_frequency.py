@@ -3,18 +3,16 @@
 "The Fair Language Model Paradox" (arXiv 2410.11985): token-level training
 with weight decay degrades rare tokens disproportionately, and the average loss hides it.
 This module counts token frequencies on the training inputs, groups token types into
-frequency buckets (bucket 0 = most frequent), measures the masked-token loss of each bucket,
-and repeats it for tiny MLMs trained with several weight decays.
+frequency buckets (bucket 0 = most frequent) and measures the masked-token loss of each bucket
+(`decay_sweep` repeats it for tiny MLMs trained with several weight decays).
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from datasets import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..training.collators import DataCollatorForSpt
@@ -114,43 +112,6 @@ def frequency_table(
     return bucket_losses(loss_sum, count, buckets, counts)
 
 
-def weight_decay_sweep(
-    config,
-    train_dataset: Dataset,
-    eval_dataset: Dataset,
-    tokenizer: PreTrainedTokenizerBase,
-    weight_decays: Sequence[float],
-    epochs: float = 1.0,
-    learning_rate: float = 1e-3,
-    batch_size: int = 32,
-    num_buckets: int = 4,
-    mlm_probability: float = 0.15,
-    seed: int = 0,
-) -> dict[str, list[dict[str, float | int]]]:
-    """Train one tiny MLM per weight decay (same seed and data) and tabulate its per-bucket losses."""
-    from ..models.modeling_spt import SptForMaskedLM
-    from ..training.arguments import PretrainArguments
-    from ..training.pretrain_trainer import PretrainTrainer
-
-    tables = {}
-    for decay in weight_decays:
-        torch.manual_seed(seed)
-        model = SptForMaskedLM(config)
-        with tempfile.TemporaryDirectory() as folder:
-            args = PretrainArguments(
-                output_dir=folder, num_train_epochs=epochs, learning_rate=learning_rate, weight_decay=decay,
-                per_device_train_batch_size=batch_size, mlm_probability=mlm_probability, seed=seed,
-                eval_strategy="no", save_strategy="no", load_best_model_at_end=False, logging_strategy="no",
-                report_to="none", disable_tqdm=True,
-            )
-            PretrainTrainer(model, args, train_dataset, processing_class=tokenizer).train()
-        tables[f"weight_decay={decay:g}"] = frequency_table(
-            model, train_dataset["input_ids"], eval_dataset["input_ids"], tokenizer, num_buckets, mlm_probability,
-            seed=seed,
-        )
-    return tables
-
-
 def plot_bucket_losses(tables: dict[str, list[dict[str, float | int]]], path: str | Path, title: str) -> Path:
     """Mean MLM loss per frequency bucket, one line per table (model or weight decay)."""
     with saved_figure(path, figsize=(5, 3.5)) as (_, axis):
@@ -174,4 +135,4 @@ def bucket_markdown(tables: dict[str, list[dict[str, float | int]]]) -> str:
 
 
 __all__ = ["token_counts", "frequency_buckets", "per_token_mlm_loss", "bucket_losses", "frequency_table",
-           "weight_decay_sweep", "plot_bucket_losses", "bucket_markdown"]
+           "plot_bucket_losses", "bucket_markdown"]

@@ -1,0 +1,99 @@
+"""run_analysis.py's command line, and reading a training run: its models and the data it was trained on.
+
+`--run OUTPUT_DIR` (a `run_spt.py` output folder) takes the models the run wrote (`scratch/`,
+`spt/`, `pretrain/`, those present) and the task, task options, length and seed it recorded in
+`results.json` (`task`, `seed`, `data`), so the analysed sequences are the run's without retyping
+`--task_options`. A flag given as well must agree with the record: a contradiction is an error
+naming both values. Without `--run`, `--model` folders and the data flags say everything.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..analysis.report import ReportOptions, analyse_models
+from .arguments import DataArguments
+from .pipeline import prepare_task
+
+RUN_RESULTS_NAME = "results.json"
+RUN_MODEL_FOLDERS = ("scratch", "spt", "pretrain")
+"""The phase folders of a run, in the order the report shows them."""
+RUN_ANALYSIS_DIR = "analysis"
+
+
+@dataclass
+class AnalysisArguments(ReportOptions):
+    run: str | None = field(
+        default=None, metadata={"help": "A run_spt.py output folder: analyse its models with the task settings it "
+                                        "recorded (results.json). Data flags given as well must agree."}
+    )
+    model: list[str] = field(
+        default_factory=list, metadata={"help": "Model folder(s) written by run_spt.py (pretrain, spt, scratch...); "
+                                                "with --run, replaces the run's own."}
+    )
+    output_dir: str | None = field(
+        default=None, metadata={"help": "Where the PNGs, report.md and report.json go (default: RUN/analysis with "
+                                        "--run, else analysis)."}
+    )
+
+
+def run_record(run: str | Path) -> dict[str, Any]:
+    """The `results.json` of a `run_spt.py` output folder; an error saying what `--run` expects otherwise."""
+    run = Path(run)
+    record = run / RUN_RESULTS_NAME
+    if not record.is_file():
+        hint = (" It holds cells/ of an ablation grid: pass its cell folders with --model, and the grid's --task and "
+                "--task_options." if (run / "cells").is_dir() else "")
+        raise FileNotFoundError(f"--run {run}: no {RUN_RESULTS_NAME} there; --run takes the --output_dir of a finished "
+                                f"run_spt.py run.{hint}")
+    return json.loads(record.read_text())
+
+
+def run_models(run: str | Path) -> list[str]:
+    """The model folders a run wrote: its `scratch/`, `spt/` and `pretrain/` phases, those present."""
+    models = [str(Path(run) / name) for name in RUN_MODEL_FOLDERS if (Path(run) / name).is_dir()]
+    if not models:
+        raise FileNotFoundError(f"--run {run}: none of its phase folders ({', '.join(RUN_MODEL_FOLDERS)}) exists.")
+    return models
+
+
+def recorded_settings(
+    record: dict[str, Any], data_args: DataArguments, args: AnalysisArguments, given: set[str]
+) -> tuple[DataArguments, int]:
+    """The run's data arguments and seed; a flag in `given` (names typed on the command line) must match them."""
+    recorded = {"seed": record["seed"], **{k: v for k, v in record["data"].items() if k in DataArguments.__dataclass_fields__}}
+    typed = {"seed": args.seed, **{f.name: getattr(data_args, f.name) for f in fields(DataArguments)}}
+    clashes = [f"--{name} {typed[name]!r} (the run recorded {value!r})" for name, value in recorded.items()
+               if name in given and typed[name] != value]
+    if clashes:
+        raise ValueError(f"Flags contradict the run's {RUN_RESULTS_NAME}: {'; '.join(clashes)}. Drop them: --run "
+                         "reads the run's own settings.")
+    return DataArguments(**{k: v for k, v in recorded.items() if k != "seed"}), recorded["seed"]
+
+
+def analyse(data_args: DataArguments, args: AnalysisArguments, given: set[str] | None = None) -> dict[str, Any]:
+    """Prepare the task (the run's, with `--run`) and write the report of the models; return it.
+
+    `given` names the flags typed on the command line (without `--`), the ones `--run` checks.
+    """
+    models = list(args.model)
+    if args.run is not None:
+        data_args, args.seed = recorded_settings(run_record(args.run), data_args, args, given or set())
+        models = models or run_models(args.run)
+    if not models:
+        raise ValueError("Nothing to analyse: pass --run RUN_DIR (a run_spt.py output folder) or --model FOLDER...")
+    options = ReportOptions(**{f.name: getattr(args, f.name) for f in fields(ReportOptions)})
+    return analyse_models(prepare_task(data_args, options.seed), models, report_folder(args), options)
+
+
+def report_folder(args: AnalysisArguments) -> Path:
+    """`--output_dir`, else RUN/analysis with `--run`, else ./analysis."""
+    if args.output_dir is not None:
+        return Path(args.output_dir)
+    return Path(args.run) / RUN_ANALYSIS_DIR if args.run is not None else Path(RUN_ANALYSIS_DIR)
+
+
+__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "run_record", "run_models", "recorded_settings", "analyse", "report_folder"]
