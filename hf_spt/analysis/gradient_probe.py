@@ -23,6 +23,7 @@ A score gradient G (B, H, T, T) is reported as
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -33,7 +34,8 @@ from transformers import AttentionInterface, PreTrainedModel
 from ..models.modeling_spt import eager_attention_forward
 
 PROBE_ATTENTION = "spt_score_probe"
-_captured: list[torch.Tensor] | None = None
+_score_leaves: contextvars.ContextVar[list[torch.Tensor] | None] = contextvars.ContextVar("spt_score_leaves", default=None)
+"""The leaves of the `capture_scores` block being run (the model's forward does not pass them down)."""
 
 
 def score_probe_attention(
@@ -51,9 +53,10 @@ def score_probe_attention(
     The leaf enters through the additive mask, which eager attention adds to the scores, so its
     `.grad` is d loss / d scores.
     """
-    if _captured is not None:
+    leaves = _score_leaves.get()
+    if leaves is not None:
         leaf = torch.zeros(*query.shape[:-1], key.shape[-2], dtype=query.dtype, device=query.device, requires_grad=True)
-        _captured.append(leaf)
+        leaves.append(leaf)
         attention_mask = leaf if attention_mask is None else attention_mask + leaf
     return eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
 
@@ -68,15 +71,15 @@ def capture_scores(model: PreTrainedModel) -> Iterator[list[torch.Tensor]]:
     One leaf per attention call, in call order (layer 0 first). The probe is selected with
     `model.set_attn_implementation`, and the model's own implementation is set back on exit.
     """
-    global _captured
     previous = model.config._attn_implementation
-    _captured = []
+    leaves: list[torch.Tensor] = []
+    token = _score_leaves.set(leaves)
     try:
         model.set_attn_implementation(PROBE_ATTENTION)
-        yield _captured
+        yield leaves
     finally:
         model.set_attn_implementation(previous)
-        _captured = None
+        _score_leaves.reset(token)
 
 
 def row_split(gradient: torch.Tensor, key_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:

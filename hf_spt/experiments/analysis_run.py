@@ -26,6 +26,8 @@ RUN_ANALYSIS_DIR = "analysis"
 
 @dataclass
 class AnalysisArguments(ReportOptions):
+    """run_analysis.py's flags: what to analyse (`--run` or `--model`), where to write, and the report options."""
+
     run: str | None = field(
         default=None, metadata={"help": "A run_spt.py output folder: analyse its models with the task settings it "
                                         "recorded (results.json). Data flags given as well must agree."}
@@ -96,4 +98,5 @@ def report_folder(args: AnalysisArguments) -> Path:
     return Path(args.run) / RUN_ANALYSIS_DIR if args.run is not None else Path(RUN_ANALYSIS_DIR)
 
 
-__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "run_record", "run_models", "recorded_settings", "analyse", "report_folder"]
+__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "run_record", "run_models", "recorded_settings", "analyse",
+           "report_folder"]
