@@ -55,7 +55,8 @@ def summarize_attention(
     with evaluating(encoder) as device:
         for batch in padded_batches(sequences, tokenizer, batch_size):
             mask = batch["attention_mask"]
-            outputs = encoder(input_ids=batch["input_ids"].to(device), attention_mask=mask.to(device), output_attentions=True)
+            outputs = encoder(input_ids=batch["input_ids"].to(device), attention_mask=mask.to(device),
+                              output_attentions=True)
             probs = torch.stack([a.detach().double().cpu() for a in outputs.attentions])  # (L, B, H, t, t)
             t = probs.shape[-1]
             pairs = (mask[:, :, None] * mask[:, None, :]).double()  # (B, t, t) real (query, key) pairs

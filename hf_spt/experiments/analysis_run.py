@@ -10,7 +10,7 @@ naming both values. Without `--run`, `--model` folders and the data flags say ev
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,8 @@ RUN_RESULTS_NAME = "results.json"
 RUN_MODEL_FOLDERS = ("scratch", "spt", "pretrain")
 """The phase folders of a run, in the order the report shows them."""
 RUN_ANALYSIS_DIR = "analysis"
+HOW_NOT_WHAT = ("preprocessing_num_workers", "list_tasks")
+"""Data flags that change how the data are prepared, not which: the typed value is used, whatever the run's."""
 
 
 @dataclass
@@ -66,14 +68,16 @@ def recorded_settings(
     record: dict[str, Any], data_args: DataArguments, args: AnalysisArguments, given: set[str]
 ) -> tuple[DataArguments, int]:
     """The run's data arguments and seed; a flag in `given` (names typed on the command line) must match them."""
-    recorded = {"seed": record["seed"], **{k: v for k, v in record["data"].items() if k in DataArguments.__dataclass_fields__}}
+    data = {name: value for name, value in record["data"].items()
+            if name in DataArguments.__dataclass_fields__ and name not in HOW_NOT_WHAT}
+    recorded = {"seed": record["seed"], **data}
     typed = {"seed": args.seed, **{f.name: getattr(data_args, f.name) for f in fields(DataArguments)}}
     clashes = [f"--{name} {typed[name]!r} (the run recorded {value!r})" for name, value in recorded.items()
                if name in given and typed[name] != value]
     if clashes:
         raise ValueError(f"Flags contradict the run's {RUN_RESULTS_NAME}: {'; '.join(clashes)}. Drop them: --run "
                          "reads the run's own settings.")
-    return DataArguments(**{k: v for k, v in recorded.items() if k != "seed"}), recorded["seed"]
+    return replace(data_args, **data), record["seed"]
 
 
 def analyse(data_args: DataArguments, args: AnalysisArguments, given: set[str] | None = None) -> dict[str, Any]:
