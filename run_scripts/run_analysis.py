@@ -7,12 +7,16 @@ Usage:
     # add the Fair-LM weight-decay sweep (trains one tiny MLM per decay)
     python run_scripts/run_analysis.py --run runs/markov --weight_decay_sweep 0 0.1 1.0
 
+    # an ablation grid: one model per arm, for the grid's task `markov` and seed 0
+    python run_scripts/run_analysis.py --run runs/ablation --task markov --seed 0
+
     # any model folders, with the task flags of the run that trained them
     python run_scripts/run_analysis.py --model runs/markov/pretrain --task markov --output_dir analysis
 
 With `--run`, the task, `--task_options`, `--max_length` and `--seed` come from the run's
-results.json; giving one that contradicts it is an error naming both values. Writes report.md,
-report.json and PNGs into --output_dir (default RUN/analysis, or ./analysis without --run).
+results.json (an ablation's: its grid.json); giving one that contradicts it is an error naming
+both values. Writes report.md, report.json and PNGs into --output_dir (default RUN/analysis, or
+./analysis without --run).
 """
 
 from __future__ import annotations

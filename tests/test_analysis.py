@@ -303,6 +303,31 @@ def test_run_analysis_flags_contradicting_the_run_are_errors(tiny_run, tmp_path)
         main(*parse_arguments(argv))
     assert "--seed 3 (the run recorded 0)" in str(error.value)
     assert "'length': 99} (the run recorded {" in str(error.value) and "'length': 12}" in str(error.value)
-    with pytest.raises(FileNotFoundError, match="no results.json there"):
+    with pytest.raises(FileNotFoundError, match="no results.json or grid.json there"):
         main(*parse_arguments(["--run", str(tmp_path)]))
     assert not any(tmp_path.iterdir())  # nothing analysed or written
+
+
+def test_run_analysis_reads_an_ablation_grid(tmp_path):
+    """--run on a run_ablation.py folder: one model per arm of the chosen task and seed, on the grid's data."""
+    from hf_spt.experiments.ablation import parse_grid, run_grid
+
+    sys.path.insert(0, str(ROOT / "run_scripts"))
+    from run_analysis import main, parse_arguments
+
+    grid = {"output_dir": str(tmp_path / "grid"), "seeds": [0, 1],
+            "arms": [{"name": "scratch"}, {"name": "spt", "pretrain": True}],
+            "tasks": {"m": {"task": "markov", "task_options": TINY_TASK}},
+            "experiment": {"spt_epochs": 1, "finetune_epochs": 1, "trainer_options": {"report_to": "none", "use_cpu": True}},
+            "model": {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 16}}
+    run_grid(parse_grid({**grid, "seeds": [1]}))
+    assert json.loads((tmp_path / "grid" / "grid.json").read_text())["seeds"] == [1]  # the grid records itself
+    (tmp_path / "grid" / "grid.json").write_text(json.dumps(grid))  # as if both seeds had run
+    with pytest.raises(ValueError, match=r"pass --seed, one of \[0, 1\]"):
+        main(*parse_arguments(["--run", str(tmp_path / "grid")]))
+    report = main(*parse_arguments(["--run", str(tmp_path / "grid"), "--seed", "1", "--num_examples", "4",
+                                    "--probe_batch_size", "4", "--frequency_buckets", "2"]))
+    cells = tmp_path / "grid" / "cells" / "m"
+    assert report["models"] == {"scratch_seed1": str(cells / "scratch" / "seed1"),
+                                "spt_seed1": str(cells / "spt" / "seed1")}
+    assert (tmp_path / "grid" / "analysis" / "report.md").is_file()

@@ -4,7 +4,9 @@
 `spt/`, `pretrain/`, those present) and the task, task options, length and seed it recorded in
 `results.json` (`task`, `seed`, `data`), so the analysed sequences are the run's without retyping
 `--task_options`. A flag given as well must agree with the record: a contradiction is an error
-naming both values. Without `--run`, `--model` folders and the data flags say everything.
+naming both values. An ablation folder (`run_ablation.py`'s, with its `grid.json`) gives the cells
+of one grid task and seed (`--task KEY`, `--seed S`: needed when the grid has several), one model
+per arm, on that task's data. Without `--run`, `--model` folders and the data flags say everything.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.report import ReportOptions, analyse_models
+from .ablation import GRID_RECORD_NAME, Cell, parse_grid
 from .arguments import DataArguments
 from .pipeline import prepare_task
 
@@ -46,14 +49,37 @@ class AnalysisArguments(ReportOptions):
 
 def run_record(run: str | Path) -> dict[str, Any]:
     """The `results.json` of a `run_spt.py` output folder; an error saying what `--run` expects otherwise."""
-    run = Path(run)
-    record = run / RUN_RESULTS_NAME
+    record = Path(run) / RUN_RESULTS_NAME
     if not record.is_file():
-        hint = (" It holds cells/ of an ablation grid: pass its cell folders with --model, and the grid's --task and "
-                "--task_options." if (run / "cells").is_dir() else "")
-        raise FileNotFoundError(f"--run {run}: no {RUN_RESULTS_NAME} there; --run takes the --output_dir of a finished "
-                                f"run_spt.py run.{hint}")
+        raise FileNotFoundError(f"--run {run}: no {RUN_RESULTS_NAME} or {GRID_RECORD_NAME} there; --run takes the "
+                                "--output_dir of a finished run_spt.py or run_ablation.py run.")
     return json.loads(record.read_text())
+
+
+def _choose(flag: str, given: bool, typed: Any, choices: list[Any]) -> Any:
+    """The typed value when given (it must be one of `choices`), else the only choice."""
+    if given and typed not in choices or not given and len(choices) > 1:
+        raise ValueError(f"--run of an ablation grid: pass --{flag}, one of {choices} (got {typed if given else 'none'}).")
+    return typed if given else choices[0]
+
+
+def grid_cells(
+    run: str | Path, data_args: DataArguments, args: AnalysisArguments, given: set[str]
+) -> tuple[DataArguments, int, list[str]]:
+    """An ablation run's data arguments, seed and cell folders (one per arm) for `--task KEY` and `--seed S`."""
+    grid = parse_grid(json.loads((Path(run) / GRID_RECORD_NAME).read_text()), str(Path(run) / GRID_RECORD_NAME))
+    key = _choose("task", "task" in given, data_args.task, list(grid.tasks))
+    seed = _choose("seed", "seed" in given, args.seed, grid.seeds)
+    spec = grid.tasks[key]
+    clashes = [f"--{flag} {getattr(data_args, flag)!r} (the grid has {value!r})" for flag, value in
+               (("task_options", spec.task_options), ("data_dir", spec.data_dir), ("max_length", None))
+               if flag in given and getattr(data_args, flag) != value]
+    if clashes:
+        raise ValueError(f"Flags contradict the grid's task {key!r}: {'; '.join(clashes)}. Drop them.")
+    located = replace(grid, output_dir=str(run))  # the folder may have moved since the grid ran
+    cells = [Cell(key, arm.name, seed).folder(located) for arm in grid.arms]
+    data = replace(data_args, task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options)
+    return data, seed, [str(cell) for cell in cells if cell.is_dir()]
 
 
 def run_models(run: str | Path) -> list[str]:
@@ -86,7 +112,10 @@ def analyse(data_args: DataArguments, args: AnalysisArguments, given: set[str] |
     `given` names the flags typed on the command line (without `--`), the ones `--run` checks.
     """
     models = list(args.model)
-    if args.run is not None:
+    if args.run is not None and (Path(args.run) / GRID_RECORD_NAME).is_file():
+        data_args, args.seed, cells = grid_cells(args.run, data_args, args, given or set())
+        models = models or cells
+    elif args.run is not None:
         data_args, args.seed = recorded_settings(run_record(args.run), data_args, args, given or set())
         models = models or run_models(args.run)
     if not models:
@@ -102,5 +131,5 @@ def report_folder(args: AnalysisArguments) -> Path:
     return Path(args.run) / RUN_ANALYSIS_DIR if args.run is not None else Path(RUN_ANALYSIS_DIR)
 
 
-__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "run_record", "run_models", "recorded_settings", "analyse",
-           "report_folder"]
+__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "run_record", "run_models", "recorded_settings", "grid_cells",
+           "analyse", "report_folder"]
