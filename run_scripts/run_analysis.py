@@ -1,44 +1,44 @@
 """Mechanism analysis of saved SPT models: attention proximity, positional kernel, score gradients, token frequency.
 
 Usage:
-    # scratch vs SPT of a compare run, side by side
-    python run_scripts/run_analysis.py --model runs/markov/scratch runs/markov/spt runs/markov/pretrain \
-        --task markov --output_dir runs/markov/analysis
+    # a run_spt.py run: its scratch, spt and pretrain models, on the data it was trained on
+    python run_scripts/run_analysis.py --run runs/markov            # writes runs/markov/analysis/
 
     # add the Fair-LM weight-decay sweep (trains one tiny MLM per decay)
-    python run_scripts/run_analysis.py --model runs/markov/pretrain --weight_decay_sweep 0 0.1 1.0
+    python run_scripts/run_analysis.py --run runs/markov --weight_decay_sweep 0 0.1 1.0
 
-Task options (`--task_options`, `--max_length`, `--seed`) must match the run that trained the
-models, so that the analysed sequences come from the same data. Writes report.md, report.json
-and PNGs into --output_dir.
+    # an ablation grid: one model per arm, for the grid's task `markov` and seed 0
+    python run_scripts/run_analysis.py --run runs/ablation --task markov --seed 0
+
+    # any model folders, with the task flags of the run that trained them
+    python run_scripts/run_analysis.py --model runs/markov/pretrain --task markov --output_dir analysis
+
+With `--run`, the task, `--task_options`, `--max_length` and `--seed` come from the run's
+results.json (an ablation's: its grid.json); giving one that contradicts it is an error naming
+both values. Writes report.md, report.json and PNGs into --output_dir (default RUN/analysis, or
+./analysis without --run).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 
 from transformers import HfArgumentParser
 
-from hf_spt.analysis.report import AnalysisArguments, analyse_models
+from hf_spt.experiments.analysis_run import AnalysisArguments, analyse, report_folder
 from hf_spt.experiments.arguments import DataArguments
-from hf_spt.experiments.pipeline import prepare_task
 
 
-def parse_arguments(argv: list[str]) -> tuple[DataArguments, AnalysisArguments]:
-    """Parse flags; `--task_options` is decoded as JSON here (argparse cannot type a dict flag)."""
-    parser = HfArgumentParser((DataArguments, AnalysisArguments))
-    if "--task_options" in argv:
-        index = argv.index("--task_options")
-        parser.set_defaults(task_options=json.loads(argv[index + 1]))
-        argv = argv[:index] + argv[index + 2 :]
-    return parser.parse_args_into_dataclasses(args=argv)
+def parse_arguments(argv: list[str]) -> tuple[DataArguments, AnalysisArguments, set[str]]:
+    """Parse flags; also return the names of the flags typed (which `--run` checks against the run)."""
+    data_args, args = HfArgumentParser((DataArguments, AnalysisArguments)).parse_args_into_dataclasses(args=argv)
+    given = {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
+    return data_args, args, given
 
 
-def main(data_args: DataArguments, args: AnalysisArguments) -> dict:
-    task = prepare_task(data_args, args.seed)
-    report = analyse_models(task, args)
-    print(f"Report written to {args.output_dir}/report.md")
+def main(data_args: DataArguments, args: AnalysisArguments, given: set[str] | None = None) -> dict:
+    report = analyse(data_args, args, given)
+    print(f"Report written to {report_folder(args) / 'report.md'}")
     return report
 
 

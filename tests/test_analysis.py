@@ -17,7 +17,7 @@ from hf_spt.analysis.gradient_probe import gradient_probe, report_score_gradient
 from hf_spt.analysis.positional_kernel import positional_kernel, relative_share
 from hf_spt.analysis.proximity import ProximityStats, proximity_scores
 from hf_spt.analysis.token_frequency import bucket_losses, frequency_buckets, token_counts
-from hf_spt.models.modeling_spt import SptAttention
+from hf_spt.models.modeling_spt import SptAttention, SptPreTrainedModel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,7 +96,7 @@ def test_positional_kernel_needs_an_additive_table():
 
 # --- gradient probe --------------------------------------------------------------------------
 
-class UniformAttentionModel(nn.Module):
+class UniformAttentionModel(SptPreTrainedModel):
     """The paper's simplified setting: token-only embeddings, one attention layer (residual kept), mean pooling.
 
     `head` is a linear classifier on the mean-pooled states (supervised) or a linear decoder at
@@ -104,10 +104,8 @@ class UniformAttentionModel(nn.Module):
     """
 
     def __init__(self, vocab: int, dim: int, outputs: int, mlm: bool):
-        super().__init__()
-        self.config = SptConfig(vocab_size=vocab, hidden_size=dim, num_attention_heads=2,
-                                position_embedding_type="none")
-        self.config._attn_implementation = "eager"
+        super().__init__(SptConfig(vocab_size=vocab, hidden_size=dim, num_attention_heads=2,
+                                   position_embedding_type="none", attn_implementation="eager"))
         self.embed = nn.Embedding(vocab, dim)
         self.attention = SptAttention(self.config, 0)
         self.head = nn.Linear(dim, outputs)
@@ -260,3 +258,76 @@ def test_run_analysis_writes_report_for_several_models(tiny_run, tmp_path):
                  "proximity_during_training.png", "score_gradient_by_offset.png", "token_frequency.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert "## Positional kernel" in (tmp_path / "report.md").read_text()
+
+
+def test_evaluating_restores_training_mode_and_saved_figure_closes(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from hf_spt.analysis.eval_mode import evaluating
+    from hf_spt.analysis.plotting import saved_figure
+
+    model = SptForMaskedLM(tiny_config()).train()
+    with pytest.raises(RuntimeError), evaluating(model) as device:
+        assert not model.training and not model.spt.layers[0].training and device.type == "cpu"
+        raise RuntimeError("probe failed")
+    assert model.training and model.spt.layers[0].training
+    open_before = len(plt.get_fignums())
+    with saved_figure(tmp_path / "ok.png", ncols=2, figsize=(4, 2)) as (_, axes):
+        axes[1].plot([0, 1])
+    with pytest.raises(ValueError), saved_figure(tmp_path / "failed.png"):
+        raise ValueError("drawing failed")
+    assert (tmp_path / "ok.png").stat().st_size > 0 and not (tmp_path / "failed.png").exists()
+    assert len(plt.get_fignums()) == open_before
+
+
+def test_run_analysis_reads_the_run(tiny_run):
+    """--run finds the run's models and its task settings (results.json): no --task_options retyped."""
+    command = [sys.executable, str(ROOT / "run_scripts" / "run_analysis.py"), "--run", str(tiny_run),
+               "--num_examples", "4", "--probe_batch_size", "4", "--frequency_buckets", "2", "--seed", "0"]
+    subprocess.run(command, check=True, capture_output=True, env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+                                                                   "PATH": "/usr/bin:/bin"})
+    report = json.loads((tiny_run / "analysis" / "report.json").read_text())
+    assert report["models"] == {name: str(tiny_run / name) for name in ("scratch", "spt", "pretrain")}
+    assert report["task"] == "markov" and report["num_examples"] == 4
+    kernel_length = len(report["gradient_probe"]["uniform_attention"]["mlm"][0]["averaged_orthogonal_by_offset"])
+    assert kernel_length == 2 * TINY_TASK["length"] - 1  # the run's sequence length, read from results.json
+
+
+def test_run_analysis_flags_contradicting_the_run_are_errors(tiny_run, tmp_path):
+    sys.path.insert(0, str(ROOT / "run_scripts"))
+    from run_analysis import main, parse_arguments
+
+    argv = ["--run", str(tiny_run), "--task_options", json.dumps({**TINY_TASK, "length": 99}), "--seed", "3",
+            "--output_dir", str(tmp_path)]
+    with pytest.raises(ValueError, match=r"contradict the run's results.json") as error:
+        main(*parse_arguments(argv))
+    assert "--seed 3 (the run recorded 0)" in str(error.value)
+    assert "'length': 99} (the run recorded {" in str(error.value) and "'length': 12}" in str(error.value)
+    with pytest.raises(FileNotFoundError, match="no results.json or grid.json there"):
+        main(*parse_arguments(["--run", str(tmp_path)]))
+    assert not any(tmp_path.iterdir())  # nothing analysed or written
+
+
+def test_run_analysis_reads_an_ablation_grid(tmp_path):
+    """--run on a run_ablation.py folder: one model per arm of the chosen task and seed, on the grid's data."""
+    from hf_spt.experiments.ablation import parse_grid, run_grid
+
+    sys.path.insert(0, str(ROOT / "run_scripts"))
+    from run_analysis import main, parse_arguments
+
+    grid = {"output_dir": str(tmp_path / "grid"), "seeds": [0, 1],
+            "arms": [{"name": "scratch"}, {"name": "spt", "pretrain": True}],
+            "tasks": {"m": {"task": "markov", "task_options": TINY_TASK}},
+            "experiment": {"spt_epochs": 1, "finetune_epochs": 1, "trainer_options": {"report_to": "none", "use_cpu": True}},
+            "model": {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 16}}
+    run_grid(parse_grid({**grid, "seeds": [1]}))
+    assert json.loads((tmp_path / "grid" / "grid.json").read_text())["seeds"] == [1]  # the grid records itself
+    (tmp_path / "grid" / "grid.json").write_text(json.dumps(grid))  # as if both seeds had run
+    with pytest.raises(ValueError, match=r"pass --seed, one of \[0, 1\]"):
+        main(*parse_arguments(["--run", str(tmp_path / "grid")]))
+    report = main(*parse_arguments(["--run", str(tmp_path / "grid"), "--seed", "1", "--num_examples", "4",
+                                    "--probe_batch_size", "4", "--frequency_buckets", "2"]))
+    cells = tmp_path / "grid" / "cells" / "m"
+    assert report["models"] == {"scratch_seed1": str(cells / "scratch" / "seed1"),
+                                "spt_seed1": str(cells / "spt" / "seed1")}
+    assert (tmp_path / "grid" / "analysis" / "report.md").is_file()

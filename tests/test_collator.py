@@ -54,3 +54,25 @@ def test_classification_collator_pads_sequences_and_pairs():
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
     assert batch["pair_input_ids"].shape == (2, 4) and batch["pair_attention_mask"][0].tolist() == [1, 0, 0, 0]
     assert batch["labels"].tolist() == [1, 0] and batch["labels"].dtype == torch.long
+
+
+def test_classification_collator_outputs_are_unchanged():
+    """Same tensors (values and dtypes) as the hand-written padding gave: ids, masks, pairs, multiple-of, labels."""
+    tokenizer = build_word_tokenizer(SYMBOLS)
+    features = [
+        {"input_ids": [2, 4, 5, 6, 7, 8], "pair_input_ids": [2, 9], "labels": 3},
+        {"input_ids": [2, 4], "pair_input_ids": [2, 9, 10, 11, 12], "labels": 0},
+        {"input_ids": [2, 23, 22], "pair_input_ids": [2], "labels": 1},
+    ]
+    batch = DataCollatorForClassification(tokenizer, pad_to_multiple_of=4)(features)
+    assert set(batch) == {"input_ids", "attention_mask", "pair_input_ids", "pair_attention_mask", "labels"}
+    assert all(tensor.dtype == torch.long for tensor in batch.values())
+    assert batch["input_ids"].tolist() == [[2, 4, 5, 6, 7, 8, 0, 0], [2, 4, 0, 0, 0, 0, 0, 0], [2, 23, 22, 0, 0, 0, 0, 0]]
+    assert batch["attention_mask"].tolist() == [[1] * 6 + [0] * 2, [1] * 2 + [0] * 6, [1] * 3 + [0] * 5]
+    assert batch["pair_input_ids"].tolist() == [[2, 9, 0, 0, 0, 0, 0, 0], [2, 9, 10, 11, 12, 0, 0, 0], [2, 0, 0, 0, 0, 0, 0, 0]]
+    assert batch["pair_attention_mask"].sum(1).tolist() == [2, 5, 1]
+    assert batch["labels"].tolist() == [3, 0, 1]
+    regression = DataCollatorForClassification(tokenizer)([{"input_ids": [4], "labels": 0.5}, {"input_ids": [5, 6], "labels": 2.0}])
+    assert regression["labels"].dtype == torch.float and regression["labels"].tolist() == [0.5, 2.0]
+    multi = DataCollatorForClassification(tokenizer)([{"input_ids": [4], "labels": [0, 1]}, {"input_ids": [5], "labels": [1, 1]}])
+    assert multi["labels"].dtype == torch.float and multi["input_ids"].tolist() == [[4], [5]]

@@ -26,14 +26,14 @@ def test_offline_push_fails_fast_before_training(tmp_path, monkeypatch):
 def test_push_needs_a_repo_id_and_a_token(monkeypatch):
     with pytest.raises(HubNotReadyError, match="needs --hub_model_id"):
         check_hub_ready(None)
-    monkeypatch.setattr(hub, "hub_offline", lambda: False)
+    monkeypatch.setattr(hub, "is_offline_mode", lambda: False)
     monkeypatch.setattr(hub, "get_token", lambda: None)
     with pytest.raises(HubNotReadyError, match="hf auth login"):
         check_hub_ready("me/markov")
 
 
 def test_unreachable_hub_fails_within_the_timeout(monkeypatch):
-    monkeypatch.setattr(hub, "hub_offline", lambda: False)
+    monkeypatch.setattr(hub, "is_offline_mode", lambda: False)
     monkeypatch.setattr(hub, "get_token", lambda: "hf_fake")
     monkeypatch.setattr(hub.constants, "ENDPOINT", "http://127.0.0.1:9")  # discard port: nothing listens
     with pytest.raises(HubNotReadyError, match="did not answer"):

@@ -34,3 +34,16 @@ def test_classification_metrics_report_accuracy_and_macro_f1():
     scores = classification_metrics(EvalPrediction(predictions=logits, label_ids=np.array([0, 1, 1, 1])))
     assert scores["accuracy"] == 0.75
     assert scores["macro_f1"] == pytest.approx((2 / 3 + 0.8) / 2)
+
+
+def test_metric_modules_load_once_across_evaluations(monkeypatch):
+    import hf_spt.training.finetune_trainer as finetune
+
+    loaded = []
+    monkeypatch.setattr(finetune, "load_metric", lambda name: loaded.append(name) or load_metric(name))
+    finetune.shipped_metric_modules.cache_clear()
+    prediction = EvalPrediction(predictions=np.array([[2.0, 0.0], [0.0, 1.0]]), label_ids=np.array([0, 0]))
+    first, second = classification_metrics(prediction), classification_metrics(prediction)
+    assert first == second == {"accuracy": 0.5, "macro_f1": pytest.approx(1 / 3)}
+    assert loaded == ["accuracy", "macro_f1"]
+    finetune.shipped_metric_modules.cache_clear()

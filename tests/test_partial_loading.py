@@ -7,6 +7,7 @@ import safetensors
 import torch
 
 import hf_spt.training.parts as partial_loading
+from hf_spt.training.checkpoints import HubNotReadyError
 from hf_spt import SptConfig, SptForMaskedLM, SptForSequenceClassification, SptModel
 from hf_spt.training.parts import (
     PARTIAL_WEIGHTS_NAME,
@@ -182,7 +183,8 @@ def test_selection_matching_nothing_is_an_error(mlm_checkpoint, tmp_path):
     assert report.missing == ["embeddings.position_embeddings.weight"]  # learned table absent: reported
 
 
-def test_unreachable_hub_repo_gives_a_clear_error(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(OSError, match="Is the Hub reachable"):
+def test_unreachable_hub_repo_gives_a_clear_error():
+    with pytest.raises(HubNotReadyError, match="not a local folder, and HF_HUB_OFFLINE is set"):
         load_partial_weights(SptModel(tiny_config(1)), "no-such-user/no-such-spt-model", "qk")
+    with pytest.raises(FileNotFoundError, match="No such folder"):
+        load_partial_weights(SptModel(tiny_config(1)), "runs/markov/no-such-phase", "qk")

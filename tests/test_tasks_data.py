@@ -35,6 +35,21 @@ def test_listops_evaluator_on_hand_written_expressions():
         evaluate_listops("[MAX 2 3")
 
 
+def test_generated_labels_match_trees_evaluated_by_hand():
+    """Labels of pinned generated trees, worked out by hand (MED of an even count rounds down, SM is mod 10)."""
+    expected = [
+        # MED(8, 0) = 4; MAX(4, 5, 1) = 5; MAX(5, 7, 8) = 8; SM(8, 9, 5) = 22 mod 10
+        ("( ( ( ( [SM ( ( ( ( [MAX ( ( ( ( [MAX ( ( ( [MED 8 ) 0 ) ] ) ) 5 ) 1 ) ] ) ) 7 ) 8 ) ] ) ) 9 ) 5 ) ] )", 2),
+        # MED(3, 5, 5) = 5; SM(5, 4) = 9; MIN(5, 1, 9) = 1; MED(9, 1) = 5
+        ("( ( ( [MED ( ( ( [SM ( ( ( ( [MED 3 ) 5 ) 5 ) ] ) ) 4 ) ] ) ) ( ( ( ( [MIN 5 ) 1 ) 9 ) ] ) ) ] )", 5),
+        # MIN(6, 6, 5) = 5; MAX(9, 5) = 9; SM(5, 9, 2) = 16 mod 10
+        ("( ( ( ( [SM ( ( ( ( [MIN 6 ) 6 ) 5 ) ] ) ) ( ( ( [MAX 9 ) 5 ) ] ) ) 2 ) ] )", 6),
+    ]
+    generated = [generate_listops_example(random.Random(seed), min_length=8, max_length=20, max_args=3) for seed in range(3)]
+    assert generated == expected
+    assert [evaluate_listops(source) for source, _ in expected] == [label for _, label in expected]
+
+
 def test_listops_generation_is_seeded_and_independent_of_workers():
     sizes = {"train": 3, "validation": 2, "test": 2}
     one = generate_listops(sizes, seed=5, num_workers=1, **SHORT_LISTOPS)

@@ -15,6 +15,8 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..training.collators import DataCollatorForClassification
+from .eval_mode import evaluating
+from .plotting import saved_figure
 from .proximity import ProximityStats
 
 
@@ -47,55 +49,45 @@ def summarize_attention(
     if len(sequences) == 0:
         raise ValueError("No sequences to analyse: pass at least one.")
     encoder = model.base_model
-    was_training = encoder.training
-    encoder.eval()
     length = max(len(ids) for ids in sequences)
     map_sum = map_count = None
     stats: list[ProximityStats] = []
-    device = next(encoder.parameters()).device
-    for batch in padded_batches(sequences, tokenizer, batch_size):
-        mask = batch["attention_mask"]
-        outputs = encoder(input_ids=batch["input_ids"].to(device), attention_mask=mask.to(device), output_attentions=True)
-        probs = torch.stack([a.detach().double().cpu() for a in outputs.attentions])  # (L, B, H, t, t)
-        t = probs.shape[-1]
-        pairs = (mask[:, :, None] * mask[:, None, :]).double()  # (B, t, t) real (query, key) pairs
-        if map_sum is None:
-            num_layers, _, heads = probs.shape[:3]
-            map_sum = torch.zeros(num_layers, heads, length, length, dtype=torch.float64)
-            map_count = torch.zeros(length, length, dtype=torch.float64)
-            stats = [ProximityStats(max_distance=length - 1, near=near) for _ in range(num_layers)]
-        map_sum[..., :t, :t] += (probs * pairs[None, :, None]).sum(1)
-        map_count[:t, :t] += pairs.sum(0)
-        for layer, layer_probs in zip(stats, probs):
-            layer.update(layer_probs, mask)
-    encoder.train(was_training)
+    with evaluating(encoder) as device:
+        for batch in padded_batches(sequences, tokenizer, batch_size):
+            mask = batch["attention_mask"]
+            outputs = encoder(input_ids=batch["input_ids"].to(device), attention_mask=mask.to(device),
+                              output_attentions=True)
+            probs = torch.stack([a.detach().double().cpu() for a in outputs.attentions])  # (L, B, H, t, t)
+            t = probs.shape[-1]
+            pairs = (mask[:, :, None] * mask[:, None, :]).double()  # (B, t, t) real (query, key) pairs
+            if map_sum is None:
+                num_layers, _, heads = probs.shape[:3]
+                map_sum = torch.zeros(num_layers, heads, length, length, dtype=torch.float64)
+                map_count = torch.zeros(length, length, dtype=torch.float64)
+                stats = [ProximityStats(max_distance=length - 1, near=near) for _ in range(num_layers)]
+            map_sum[..., :t, :t] += (probs * pairs[None, :, None]).sum(1)
+            map_count[:t, :t] += pairs.sum(0)
+            for layer, layer_probs in zip(stats, probs):
+                layer.update(layer_probs, mask)
     return AttentionSummary(map_sum / map_count.clamp(min=1), stats)
 
 
 def plot_attention_maps(mean_maps: torch.Tensor, folder: str | Path, name: str) -> list[Path]:
     """One PNG per layer (`{name}_attention_layer{l}.png`), one heatmap panel per head."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     num_layers, heads = mean_maps.shape[:2]
     for layer in range(num_layers):
-        figure, axes = plt.subplots(1, heads, figsize=(3 * heads, 3.2), squeeze=False)
-        for head, axis in enumerate(axes[0]):
-            image = axis.imshow(mean_maps[layer, head].numpy(), cmap="viridis", interpolation="nearest")
-            axis.set_title(f"head {head}")
-            axis.set_xlabel("key j")
-            axis.set_ylabel("query i")
-            figure.colorbar(image, ax=axis, fraction=0.046)
-        figure.suptitle(f"{name}: mean attention, layer {layer}")
-        figure.tight_layout()
         path = folder / f"{name}_attention_layer{layer}.png"
-        figure.savefig(path, dpi=80)
-        plt.close(figure)
+        with saved_figure(path, ncols=heads, figsize=(3 * heads, 3.2), squeeze=False) as (figure, axes):
+            for head, axis in enumerate(axes[0]):
+                image = axis.imshow(mean_maps[layer, head].numpy(), cmap="viridis", interpolation="nearest")
+                axis.set_title(f"head {head}")
+                axis.set_xlabel("key j")
+                axis.set_ylabel("query i")
+                figure.colorbar(image, ax=axis, fraction=0.046)
+            figure.suptitle(f"{name}: mean attention, layer {layer}")
         paths.append(path)
     return paths
 
@@ -104,22 +96,14 @@ def plot_proximity_profiles(
     profiles: dict[str, tuple[list[int], torch.Tensor]], path: str | Path, title: str, window: int = 20
 ) -> Path:
     """Head-mean attention A[i, i + d] against d = j - i for several models side by side."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6, 3.5))
-    for name, (distances, values) in profiles.items():
-        keep = [k for k, d in enumerate(distances) if abs(d) <= window]
-        axis.plot([distances[k] for k in keep], values.mean(0)[keep].numpy(), marker=".", label=name)
-    axis.set_xlabel("signed distance j - i")
-    axis.set_ylabel("mean attention A[i, i + d] (head mean)")
-    axis.set_title(title)
-    axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    with saved_figure(path, figsize=(6, 3.5)) as (_, axis):
+        for name, (distances, values) in profiles.items():
+            keep = [k for k, d in enumerate(distances) if abs(d) <= window]
+            axis.plot([distances[k] for k in keep], values.mean(0)[keep].numpy(), marker=".", label=name)
+        axis.set_xlabel("signed distance j - i")
+        axis.set_ylabel("mean attention A[i, i + d] (head mean)")
+        axis.set_title(title)
+        axis.legend()
     return Path(path)
 
 

@@ -19,6 +19,7 @@ import torch
 from transformers import Trainer, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from .attention_maps import padded_batches
+from .eval_mode import evaluating
 from .proximity import proximity_scores
 
 PROXIMITY_LOG_NAME = "proximity_log.json"
@@ -54,12 +55,8 @@ class ProximityCallback(TrainerCallback):
     @torch.no_grad()
     def measure(self, model: torch.nn.Module) -> dict[str, float]:
         """Flat `proximity/layer{l}/...` scores of the probe batch (per head and head mean)."""
-        encoder = model.base_model
-        was_training = encoder.training
-        encoder.eval()
-        device = next(encoder.parameters()).device
-        outputs = encoder(**{k: v.to(device) for k, v in self.batch.items()}, output_attentions=True)
-        encoder.train(was_training)
+        with evaluating(model.base_model) as device:
+            outputs = model.base_model(**{k: v.to(device) for k, v in self.batch.items()}, output_attentions=True)
         flat = {}
         for layer, scores in enumerate(proximity_scores(outputs.attentions, self.batch["attention_mask"], self.near)):
             prefix = f"proximity/layer{layer}"

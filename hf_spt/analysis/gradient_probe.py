@@ -6,7 +6,7 @@ each row's all-ones vector, which are the directions a proximity pattern needs; 
 masked-reconstruction (MLM) loss keeps a gradient there.
 
 The scores are captured without touching the model: a probe attention function is registered
-with transformers' `AttentionInterface` and selected through `config._attn_implementation`.
+with transformers' `AttentionInterface` and selected with `model.set_attn_implementation`.
 It is eager attention with a zero tensor added to the scores; that tensor is a leaf, so after
 `backward()` its `.grad` is exactly d loss / d scores, whatever the layers above do.
 
@@ -23,6 +23,7 @@ A score gradient G (B, H, T, T) is reported as
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -33,7 +34,8 @@ from transformers import AttentionInterface, PreTrainedModel
 from ..models.modeling_spt import eager_attention_forward
 
 PROBE_ATTENTION = "spt_score_probe"
-_captured: list[torch.Tensor] | None = None
+_score_leaves: contextvars.ContextVar[list[torch.Tensor] | None] = contextvars.ContextVar("spt_score_leaves", default=None)
+"""The leaves of the `capture_scores` block being run (the model's forward does not pass them down)."""
 
 
 def score_probe_attention(
@@ -51,9 +53,10 @@ def score_probe_attention(
     The leaf enters through the additive mask, which eager attention adds to the scores, so its
     `.grad` is d loss / d scores.
     """
-    if _captured is not None:
+    leaves = _score_leaves.get()
+    if leaves is not None:
         leaf = torch.zeros(*query.shape[:-1], key.shape[-2], dtype=query.dtype, device=query.device, requires_grad=True)
-        _captured.append(leaf)
+        leaves.append(leaf)
         attention_mask = leaf if attention_mask is None else attention_mask + leaf
     return eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
 
@@ -62,23 +65,21 @@ AttentionInterface.register(PROBE_ATTENTION, score_probe_attention)
 
 
 @contextlib.contextmanager
-def capture_scores(*configs) -> Iterator[list[torch.Tensor]]:
-    """Within the block, models built on `configs` attend with the probe; yields the list of score leaves.
+def capture_scores(model: PreTrainedModel) -> Iterator[list[torch.Tensor]]:
+    """Within the block, `model` attends with the probe; yields the list of score leaves.
 
-    One leaf per attention call, in call order (layer 0 first). The configs' attention
-    implementation is restored on exit.
+    One leaf per attention call, in call order (layer 0 first). The probe is selected with
+    `model.set_attn_implementation`, and the model's own implementation is set back on exit.
     """
-    global _captured
-    previous = [config._attn_implementation for config in configs]
-    _captured = []
+    previous = model.config._attn_implementation
+    leaves: list[torch.Tensor] = []
+    token = _score_leaves.set(leaves)
     try:
-        for config in configs:
-            config._attn_implementation = PROBE_ATTENTION
-        yield _captured
+        model.set_attn_implementation(PROBE_ATTENTION)
+        yield leaves
     finally:
-        for config, implementation in zip(configs, previous):
-            config._attn_implementation = implementation
-        _captured = None
+        model.set_attn_implementation(previous)
+        _score_leaves.reset(token)
 
 
 def row_split(gradient: torch.Tensor, key_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -136,10 +137,9 @@ def score_gradients(
     """d loss / d scores (B, H, T, T) of every attention call of `model` on `batch`.
 
     `loss_of(outputs)` gives the scalar loss (default: `outputs.loss`). The model must dispatch
-    attention through `ALL_ATTENTION_FUNCTIONS` with its `config._attn_implementation`, as the
-    SPT models do.
+    attention through `ALL_ATTENTION_FUNCTIONS` (the AttentionInterface), as the SPT models do.
     """
-    with capture_scores(model.config) as leaves:
+    with capture_scores(model) as leaves:
         outputs = model(**batch)
         loss = outputs.loss if loss_of is None else loss_of(outputs)
         loss.backward()

@@ -27,6 +27,8 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
+from .plotting import saved_figure
+
 
 def positional_kernel(model: PreTrainedModel, length: int | None = None, layer: int = 0) -> torch.Tensor:
     """Kernels (H, length, length) of layer `layer` over the first `length` positions (float64)."""
@@ -81,28 +83,20 @@ def relative_share(kernel: torch.Tensor) -> torch.Tensor:
 
 def plot_kernels(kernel: torch.Tensor, path: str | Path, name: str) -> Path:
     """Each head's kernel as a matrix (top row) and as a function of i - j (bottom row)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     heads = kernel.shape[0]
     offsets, means = diagonal_means(kernel)
     shares = relative_share(kernel)
-    figure, axes = plt.subplots(2, heads, figsize=(3 * heads, 6), squeeze=False)
-    for head in range(heads):
-        image = axes[0, head].imshow(kernel[head].numpy(), cmap="RdBu_r", interpolation="nearest")
-        axes[0, head].set_title(f"head {head}: {100 * shares[head]:.0f}% relative")
-        axes[0, head].set_xlabel("key position j")
-        axes[0, head].set_ylabel("query position i")
-        figure.colorbar(image, ax=axes[0, head], fraction=0.046)
-        axes[1, head].plot(offsets, means[head].numpy())
-        axes[1, head].set_xlabel("i - j")
-        axes[1, head].set_ylabel("diagonal mean")
-    figure.suptitle(f"{name}: positional kernel P W_Q W_K^T P^T")
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    with saved_figure(path, nrows=2, ncols=heads, figsize=(3 * heads, 6), squeeze=False) as (figure, axes):
+        for head in range(heads):
+            image = axes[0, head].imshow(kernel[head].numpy(), cmap="RdBu_r", interpolation="nearest")
+            axes[0, head].set_title(f"head {head}: {100 * shares[head]:.0f}% relative")
+            axes[0, head].set_xlabel("key position j")
+            axes[0, head].set_ylabel("query position i")
+            figure.colorbar(image, ax=axes[0, head], fraction=0.046)
+            axes[1, head].plot(offsets, means[head].numpy())
+            axes[1, head].set_xlabel("i - j")
+            axes[1, head].set_ylabel("diagonal mean")
+        figure.suptitle(f"{name}: positional kernel P W_Q W_K^T P^T")
     return Path(path)
 
 

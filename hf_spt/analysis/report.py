@@ -25,14 +25,16 @@ from ..tasks import Task
 from .attention_maps import plot_attention_maps, plot_proximity_profiles, summarize_attention
 from .callback import PROXIMITY_LOG_NAME
 from .gradient_probe import gradient_probe
+from .plotting import saved_figure
 from .positional_kernel import plot_kernels, positional_kernel, relative_share
-from .token_frequency import bucket_markdown, frequency_table, plot_bucket_losses, weight_decay_sweep
+from .decay_sweep import weight_decay_sweep
+from .token_frequency import bucket_markdown, frequency_table, plot_bucket_losses
 
 
 @dataclass
-class AnalysisArguments:
-    model: list[str] = field(metadata={"help": "Model folder(s) written by run_spt.py (pretrain, spt, scratch...)."})
-    output_dir: str = field(default="analysis", metadata={"help": "Where the PNGs, report.md and report.json go."})
+class ReportOptions:
+    """What the report measures and on how much data (run_analysis.py has a flag per field)."""
+
     split: str = field(default="validation", metadata={"help": "Split whose inputs the attention probes read."})
     num_examples: int = field(default=256, metadata={"help": "Sequences of that split to analyse."})
     near: int = field(default=2, metadata={"help": "Proximity window: attention mass within |i - j| <= near."})
@@ -106,31 +108,23 @@ def _training_section(names, folders, near, folder: Path) -> tuple[dict, list[st
             if (f / PROXIMITY_LOG_NAME).is_file()}
     if not logs:
         return {}, []
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     key = f"proximity/layer0/near{near}_ratio"
     lines = ["## Proximity during training (ProximityCallback)", "", f"| model | first {key} | last | max |", "|---|---|---|---|"]
-    figure, axis = plt.subplots(figsize=(5, 3.5))
-    for name, records in logs.items():
-        values = [r[key] for r in records if key in r]
-        if not values:
-            continue
-        lines.append(f"| {name} | {values[0]:.2f} | {values[-1]:.2f} | {max(values):.2f} |")
-        axis.plot([r["step"] for r in records if key in r], values, marker=".", label=name)
-    axis.axhline(1.0, color="grey", linestyle=":", label="uniform")
-    axis.set_xlabel("training step")
-    axis.set_ylabel(f"near{near} ratio to uniform (layer 0)")
-    axis.legend()
-    figure.tight_layout()
-    figure.savefig(folder / "proximity_during_training.png", dpi=80)
-    plt.close(figure)
+    with saved_figure(folder / "proximity_during_training.png", figsize=(5, 3.5)) as (_, axis):
+        for name, records in logs.items():
+            values = [r[key] for r in records if key in r]
+            if not values:
+                continue
+            lines.append(f"| {name} | {values[0]:.2f} | {values[-1]:.2f} | {max(values):.2f} |")
+            axis.plot([r["step"] for r in records if key in r], values, marker=".", label=name)
+        axis.axhline(1.0, color="grey", linestyle=":", label="uniform")
+        axis.set_xlabel("training step")
+        axis.set_ylabel(f"near{near} ratio to uniform (layer 0)")
+        axis.legend()
     return logs, lines + ["", "![proximity during training](proximity_during_training.png)", ""]
 
 
-def _gradient_section(config, task: Task, args: AnalysisArguments, folder: Path) -> tuple[dict, list[str]]:
+def _gradient_section(config, task: Task, args: ReportOptions, folder: Path) -> tuple[dict, list[str]]:
     if config.two_tower:
         return {}, ["## Score-gradient probe", "", "Skipped: the probe handles single-sequence tasks only.", ""]
     train = task.dataset["train"].select(range(min(args.probe_batch_size, len(task.dataset["train"]))))
@@ -157,28 +151,20 @@ def _gradient_section(config, task: Task, args: AnalysisArguments, folder: Path)
 
 
 def _plot_gradient_offsets(losses: dict[str, list[dict[str, Any]]], path: Path, window: int = 20) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(5, 3.5))
-    for loss, layers in losses.items():
-        values = layers[0]["averaged_orthogonal_by_offset"]
-        centre = len(values) // 2
-        reach = min(window, centre)
-        offsets = list(range(-reach, reach + 1))
-        axis.plot(offsets, [-values[centre + d] for d in offsets], marker=".", label=loss)
-    axis.set_xlabel("j - i")
-    axis.set_ylabel("descent direction (-grad), diagonal mean")
-    axis.set_title("Averaged score gradient at uniform attention")
-    axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    with saved_figure(path, figsize=(5, 3.5)) as (_, axis):
+        for loss, layers in losses.items():
+            values = layers[0]["averaged_orthogonal_by_offset"]
+            centre = len(values) // 2
+            reach = min(window, centre)
+            offsets = list(range(-reach, reach + 1))
+            axis.plot(offsets, [-values[centre + d] for d in offsets], marker=".", label=loss)
+        axis.set_xlabel("j - i")
+        axis.set_ylabel("descent direction (-grad), diagonal mean")
+        axis.set_title("Averaged score gradient at uniform attention")
+        axis.legend()
 
 
-def _frequency_section(names, models, config, task: Task, args: AnalysisArguments, folder: Path):
+def _frequency_section(names, models, config, task: Task, args: ReportOptions, folder: Path):
     train, evaluation = task.dataset["train"]["input_ids"], task.dataset[args.split]["input_ids"][: args.num_examples]
     tables = {name: frequency_table(model, train, evaluation, task.tokenizer, args.frequency_buckets,
                                     task.preset.mlm_probability, seed=args.seed)
@@ -196,13 +182,17 @@ def _frequency_section(names, models, config, task: Task, args: AnalysisArgument
                     "![token frequency](token_frequency.png)", ""]
 
 
-def analyse_models(task: Task, args: AnalysisArguments) -> dict[str, Any]:
-    """Run every probe on the models of `args.model` and write the report into `args.output_dir`."""
+def analyse_models(
+    task: Task, model_paths: list[str | Path], output_dir: str | Path, args: ReportOptions | None = None
+) -> dict[str, Any]:
+    """Run every probe on the models in `model_paths` (model folders or Trainer runs) on `task`'s data,
+    and write the report into `output_dir`; return it."""
+    args = args or ReportOptions()
     torch.manual_seed(args.seed)
-    folder = Path(args.output_dir)
+    folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    model_folders = [resolve_model_folder(path) for path in args.model]
-    names = model_names([Path(path) for path in args.model])
+    model_folders = [resolve_model_folder(path) for path in model_paths]
+    names = model_names([Path(path) for path in model_paths])
     models = [load_for_analysis(path) for path in model_folders]
     if args.split not in task.dataset:
         raise ValueError(f"Task {task.name!r} has no split {args.split!r}; choose one of {list(task.dataset)}.")
@@ -216,7 +206,7 @@ def analyse_models(task: Task, args: AnalysisArguments) -> dict[str, Any]:
     sections = (
         ("proximity", lambda: _proximity_section(names, summaries, args.near, folder)),
         ("positional_kernel", lambda: _kernel_section(names, models, length, folder)),
-        ("proximity_during_training", lambda: _training_section(names, [Path(p) for p in args.model], args.near, folder)),
+        ("proximity_during_training", lambda: _training_section(names, [Path(p) for p in model_paths], args.near, folder)),
         ("gradient_probe", lambda: _gradient_section(models[0].config, task, args, folder)),
         ("token_frequency", lambda: _frequency_section(names, models, models[0].config, task, args, folder)),
     )
@@ -228,4 +218,4 @@ def analyse_models(task: Task, args: AnalysisArguments) -> dict[str, Any]:
     return report
 
 
-__all__ = ["AnalysisArguments", "model_names", "load_for_analysis", "analyse_models"]
+__all__ = ["ReportOptions", "model_names", "load_for_analysis", "analyse_models"]

@@ -3,28 +3,27 @@
 "The Fair Language Model Paradox" (arXiv 2410.11985): token-level training
 with weight decay degrades rare tokens disproportionately, and the average loss hides it.
 This module counts token frequencies on the training inputs, groups token types into
-frequency buckets (bucket 0 = most frequent), measures the masked-token loss of each bucket,
-and repeats it for tiny MLMs trained with several weight decays.
+frequency buckets (bucket 0 = most frequent) and measures the masked-token loss of each bucket
+(`decay_sweep` repeats it for tiny MLMs trained with several weight decays).
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from datasets import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..training.collators import DataCollatorForSpt
+from ..training.losses import token_id_counts
+from .eval_mode import evaluating
+from .plotting import saved_figure
 
 
 def token_counts(sequences: Sequence[Sequence[int]], vocab_size: int, special_ids: Sequence[int]) -> torch.Tensor:
-    """Occurrences (V,) of every token id in `sequences`; special tokens are not counted."""
-    counts = torch.zeros(vocab_size, dtype=torch.long)
-    for ids in sequences:
-        counts += torch.bincount(torch.as_tensor(list(ids), dtype=torch.long), minlength=vocab_size)[:vocab_size]
+    """Occurrences (V,) of every token id in `sequences` (`token_id_counts`); special tokens are not counted."""
+    counts = token_id_counts(sequences, vocab_size)
     counts[list(special_ids)] = 0
     return counts
 
@@ -63,20 +62,17 @@ def per_token_mlm_loss(
     vocab = model.config.vocab_size
     loss_sum = torch.zeros(vocab, dtype=torch.float64)
     count = torch.zeros(vocab, dtype=torch.float64)
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    for _ in range(rounds):
-        for start in range(0, len(sequences), batch_size):
-            batch = collate([{"input_ids": list(ids)} for ids in sequences[start : start + batch_size]])
-            labels = batch["labels"]
-            logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
-                           labels=labels.to(device)).logits  # (N, V) at masked positions
-            targets = labels[labels != -100]
-            losses = torch.nn.functional.cross_entropy(logits.double().cpu(), targets, reduction="none")
-            loss_sum.index_add_(0, targets, losses)
-            count.index_add_(0, targets, torch.ones_like(losses))
-    model.train(was_training)
+    with evaluating(model) as device:
+        for _ in range(rounds):
+            for start in range(0, len(sequences), batch_size):
+                batch = collate([{"input_ids": list(ids)} for ids in sequences[start : start + batch_size]])
+                labels = batch["labels"]
+                logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
+                               labels=labels.to(device)).logits  # (N, V) at masked positions
+                targets = labels[labels != -100]
+                losses = torch.nn.functional.cross_entropy(logits.double().cpu(), targets, reduction="none")
+                loss_sum.index_add_(0, targets, losses)
+                count.index_add_(0, targets, torch.ones_like(losses))
     return loss_sum, count
 
 
@@ -116,60 +112,15 @@ def frequency_table(
     return bucket_losses(loss_sum, count, buckets, counts)
 
 
-def weight_decay_sweep(
-    config,
-    train_dataset: Dataset,
-    eval_dataset: Dataset,
-    tokenizer: PreTrainedTokenizerBase,
-    weight_decays: Sequence[float],
-    epochs: float = 1.0,
-    learning_rate: float = 1e-3,
-    batch_size: int = 32,
-    num_buckets: int = 4,
-    mlm_probability: float = 0.15,
-    seed: int = 0,
-) -> dict[str, list[dict[str, float | int]]]:
-    """Train one tiny MLM per weight decay (same seed and data) and tabulate its per-bucket losses."""
-    from ..models.modeling_spt import SptForMaskedLM
-    from ..training.arguments import PretrainArguments
-    from ..training.pretrain_trainer import PretrainTrainer
-
-    tables = {}
-    for decay in weight_decays:
-        torch.manual_seed(seed)
-        model = SptForMaskedLM(config)
-        with tempfile.TemporaryDirectory() as folder:
-            args = PretrainArguments(
-                output_dir=folder, num_train_epochs=epochs, learning_rate=learning_rate, weight_decay=decay,
-                per_device_train_batch_size=batch_size, mlm_probability=mlm_probability, seed=seed,
-                eval_strategy="no", save_strategy="no", load_best_model_at_end=False, logging_strategy="no",
-                report_to="none", disable_tqdm=True,
-            )
-            PretrainTrainer(model, args, train_dataset, processing_class=tokenizer).train()
-        tables[f"weight_decay={decay:g}"] = frequency_table(
-            model, train_dataset["input_ids"], eval_dataset["input_ids"], tokenizer, num_buckets, mlm_probability,
-            seed=seed,
-        )
-    return tables
-
-
 def plot_bucket_losses(tables: dict[str, list[dict[str, float | int]]], path: str | Path, title: str) -> Path:
     """Mean MLM loss per frequency bucket, one line per table (model or weight decay)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(5, 3.5))
-    for name, rows in tables.items():
-        axis.plot([row["bucket"] for row in rows], [row["mean_loss"] for row in rows], marker="o", label=name)
-    axis.set_xlabel("frequency bucket (0 = most frequent)")
-    axis.set_ylabel("mean masked-token loss")
-    axis.set_title(title)
-    axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    with saved_figure(path, figsize=(5, 3.5)) as (_, axis):
+        for name, rows in tables.items():
+            axis.plot([row["bucket"] for row in rows], [row["mean_loss"] for row in rows], marker="o", label=name)
+        axis.set_xlabel("frequency bucket (0 = most frequent)")
+        axis.set_ylabel("mean masked-token loss")
+        axis.set_title(title)
+        axis.legend()
     return Path(path)
 
 
@@ -184,4 +135,4 @@ def bucket_markdown(tables: dict[str, list[dict[str, float | int]]]) -> str:
 
 
 __all__ = ["token_counts", "frequency_buckets", "per_token_mlm_loss", "bucket_losses", "frequency_table",
-           "weight_decay_sweep", "plot_bucket_losses", "bucket_markdown"]
+           "plot_bucket_losses", "bucket_markdown"]

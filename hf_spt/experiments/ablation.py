@@ -14,7 +14,8 @@ experiment/model settings and arms. An arm is a configuration of one fine-tuning
 
 Layout under `output_dir`: `pretrain/<task>_e<epochs>_L<depth>_s<seed>/` (one SPT checkpoint,
 shared by every arm that needs it), `cells/<task>/<arm>/seed<seed>/` (one fine-tuning run, done
-when its `phase.json` exists), then `results.csv`, `results.md` and `results.png`.
+when its `phase.json` exists), then `results.csv`, `results.md` and `results.png`; `grid.json` records
+the parsed grid (what `run_analysis.py --run` reads).
 
 Several processes (`accelerate launch --num_processes N run_ablation.py`): first the SPT
 checkpoints, then the cells, are split between ranks with `PartialState.split_between_processes`.
@@ -47,6 +48,7 @@ from .pipeline import PHASE_RESULT_NAME, finetune, prepare_task, pretrain
 
 CELLS_DIR = "cells"
 PRETRAIN_DIR = "pretrain"
+GRID_RECORD_NAME = "grid.json"
 DISTRIBUTED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
                    "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
@@ -244,6 +246,9 @@ def run_grid(grid: Grid) -> list[dict[str, Any]]:
     state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at barriers for the longest pretraining
     isolate = state.num_processes > 1
     device_index = state.local_process_index if state.device.type == "cuda" else None
+    if state.is_main_process:
+        Path(grid.output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(grid.output_dir) / GRID_RECORD_NAME).write_text(json.dumps(asdict(grid), indent=1))
     todo_cells = [c for c in cells(grid) if not (c.folder(grid) / PHASE_RESULT_NAME).is_file()]
     jobs = sorted({job for c in todo_cells if (job := pretrain_job(grid, c)) is not None}, key=str)
     jobs = [job for job in jobs if not (job.folder(grid) / PHASE_RESULT_NAME).is_file()]

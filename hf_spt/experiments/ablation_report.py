@@ -12,6 +12,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from ..analysis.plotting import saved_figure
+
 RESULTS_CSV_NAME = "results.csv"
 RESULTS_MD_NAME = "results.md"
 RESULTS_PLOT_NAME = "results.png"
@@ -55,28 +57,20 @@ def markdown_table(summary: dict[str, dict[str, dict[str, float]]]) -> str:
 
 def bar_plot(summary: dict[str, dict[str, dict[str, float]]], path: Path) -> None:
     """One panel per task: a bar per arm (mean test accuracy), error bars one std over seeds."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, len(summary), figsize=(max(6, 0.7 * max(map(len, summary.values()))) * len(summary), 4),
-                                squeeze=False)
-    for axis, (task, arms) in zip(axes[0], summary.items()):
-        names = list(arms)
-        means = [100 * arms[a]["mean"] for a in names]
-        stds = [100 * arms[a]["std"] for a in names]
-        axis.bar(range(len(names)), means, yerr=stds, capsize=3, color="tab:blue")
-        if SCRATCH_ARM in arms:
-            axis.axhline(100 * arms[SCRATCH_ARM]["mean"], color="gray", linestyle="--", linewidth=1, label="scratch")
-            axis.legend(loc="lower right")
-        axis.set_xticks(range(len(names)), names, rotation=45, ha="right")
-        axis.set_ylabel("test accuracy (%)")
-        axis.set_ylim(min(means) - max(stds) - 5, 100)
-        axis.set_title(task)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    width = max(6, 0.7 * max(map(len, summary.values()))) * len(summary)
+    with saved_figure(path, dpi=120, ncols=len(summary), figsize=(width, 4), squeeze=False) as (_, axes):
+        for axis, (task, arms) in zip(axes[0], summary.items()):
+            names = list(arms)
+            means = [100 * arms[a]["mean"] for a in names]
+            stds = [100 * arms[a]["std"] for a in names]
+            axis.bar(range(len(names)), means, yerr=stds, capsize=3, color="tab:blue")
+            if SCRATCH_ARM in arms:
+                axis.axhline(100 * arms[SCRATCH_ARM]["mean"], color="gray", linestyle="--", linewidth=1, label="scratch")
+                axis.legend(loc="lower right")
+            axis.set_xticks(range(len(names)), names, rotation=45, ha="right")
+            axis.set_ylabel("test accuracy (%)")
+            axis.set_ylim(min(means) - max(stds) - 5, 100)
+            axis.set_title(task)
 
 
 def write_report(rows: list[dict[str, Any]], output_dir: Path) -> None:

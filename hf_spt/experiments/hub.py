@@ -2,16 +2,28 @@
 
 A run with `--push_to_hub` that only learns at the end, hours later, that it cannot push has
 wasted its time; `check_hub_ready` fails in seconds instead, naming what is missing (the Hub id,
-the network, the token). Model ids that are not local folders go through the same check's
-offline test (`training.checkpoints.check_model_source`), with a message that says to pass a
-local folder instead.
+the network, the token). Model ids that are not local folders are checked by
+`training.checkpoints.check_model_source`, with a message that says to pass a local folder instead.
+Offline mode is huggingface_hub's own (`is_offline_mode`), and the endpoint is probed through its
+HTTP session with a timeout, as `whoami` alone would wait without one.
 """
 
 from __future__ import annotations
 
-from huggingface_hub import HfApi, constants, get_token
+from huggingface_hub import HfApi, constants, get_session, get_token, is_offline_mode
 
-from ..training.checkpoints import REACHABILITY_TIMEOUT_S, HubNotReadyError, endpoint_reachable, hub_offline
+from ..training.checkpoints import HubNotReadyError
+
+REACHABILITY_TIMEOUT_S = 5.0
+
+
+def hub_reachable(timeout: float) -> bool:
+    """The Hub endpoint answers an HTTP HEAD within `timeout` seconds (any status: it is there)."""
+    try:
+        get_session().head(constants.ENDPOINT, timeout=timeout)
+    except Exception:  # the session's transport errors (refused, DNS, timeout) all mean unreachable
+        return False
+    return True
 
 
 def check_hub_ready(hub_model_id: str | None, timeout: float = REACHABILITY_TIMEOUT_S) -> str:
@@ -26,7 +38,7 @@ def check_hub_ready(hub_model_id: str | None, timeout: float = REACHABILITY_TIME
             "--push_to_hub needs --hub_model_id (e.g. `--hub_model_id my-user/markov-spt`); each phase "
             "is pushed to HUB_MODEL_ID-<phase> (pretrain, spt, scratch)."
         )
-    if hub_offline():
+    if is_offline_mode():
         raise HubNotReadyError(
             "--push_to_hub was given but HF_HUB_OFFLINE is set: unset HF_HUB_OFFLINE, or drop --push_to_hub "
             "and push the saved folders later with `hf upload`."
@@ -37,7 +49,7 @@ def check_hub_ready(hub_model_id: str | None, timeout: float = REACHABILITY_TIME
             "--push_to_hub needs a Hugging Face token with write access: run `hf auth login` or set HF_TOKEN, "
             "then start again (nothing was trained)."
         )
-    if not endpoint_reachable(constants.ENDPOINT, timeout):
+    if not hub_reachable(timeout):
         raise HubNotReadyError(
             f"--push_to_hub: the Hub at {constants.ENDPOINT} did not answer within {timeout:.0f} s (no network?). "
             "Drop --push_to_hub to train offline, and push the saved folders later with `hf upload`."

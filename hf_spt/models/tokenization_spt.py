@@ -11,25 +11,10 @@ from collections.abc import Sequence
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
+from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 SPECIAL_TOKENS = {"pad_token": "[PAD]", "mask_token": "[MASK]", "cls_token": "[CLS]", "unk_token": "[UNK]"}
 NUM_SPECIAL_TOKENS = len(SPECIAL_TOKENS)
-
-
-def byte_stand_ins() -> list[str]:
-    """GPT-2's printable stand-in character for each byte value 0..255, in byte order.
-
-    `tokenizers`' ByteLevel pre-tokenizer maps bytes to exactly these characters.
-    """
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    symbols, extra = {}, 0
-    for byte in range(256):
-        if byte in printable:
-            symbols[byte] = chr(byte)
-        else:
-            symbols[byte] = chr(256 + extra)
-            extra += 1
-    return [symbols[byte] for byte in range(256)]
 
 
 def _wrap(tokenizer: Tokenizer, add_cls_token: bool, model_max_length: int) -> PreTrainedTokenizerFast:
@@ -49,7 +34,8 @@ def build_byte_tokenizer(add_cls_token: bool = False, model_max_length: int = 40
     tokenizer and round-trips any text exactly.
     """
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS.values())}
-    vocab.update({symbol: NUM_SPECIAL_TOKENS + i for i, symbol in enumerate(byte_stand_ins())})
+    stand_ins = bytes_to_unicode()  # GPT-2's printable character for each byte, as ByteLevel maps them
+    vocab.update({stand_ins[byte]: NUM_SPECIAL_TOKENS + byte for byte in range(256)})
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tokenizer.decoder = decoders.ByteLevel()
@@ -72,4 +58,4 @@ def build_word_tokenizer(
     return _wrap(tokenizer, add_cls_token, model_max_length)
 
 
-__all__ = ["byte_stand_ins", "SPECIAL_TOKENS", "NUM_SPECIAL_TOKENS", "build_byte_tokenizer", "build_word_tokenizer"]
+__all__ = ["SPECIAL_TOKENS", "NUM_SPECIAL_TOKENS", "build_byte_tokenizer", "build_word_tokenizer"]

@@ -8,7 +8,6 @@ the file's path, size and modification time and writes nothing when reading fail
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import numpy as np
 from datasets import Dataset, DatasetDict, List, Value, load_dataset, load_from_disk
 from datasets.arrow_writer import SchemaInferenceError
 from datasets.exceptions import DatasetGenerationError
+from huggingface_hub import is_offline_mode
 
 from ..models.tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
 
@@ -61,11 +61,9 @@ def rows_to_dataset(read: Callable[..., Iterator[dict[str, Any]]], path: Path, c
 
 def hub_dataset(name: str, local_help: str, **kwargs: Any) -> DatasetDict:
     """`load_dataset(name)` from the Hub; offline or unreachable, a ConnectionError saying how to use local files."""
-    from huggingface_hub import constants
-
     message = (f"The Hub data set {name!r} cannot be downloaded here (HF_HUB_OFFLINE is set or the Hub is "
                f"unreachable). {local_help}")
-    if constants.HF_HUB_OFFLINE or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+    if is_offline_mode():
         raise ConnectionError(message)
     try:
         return load_dataset(name, **kwargs)

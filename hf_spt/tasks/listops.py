@@ -16,7 +16,7 @@ from datasets import DatasetDict, config
 
 from ..models.tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
 from .common import DataFormatError, require_path, rows_to_dataset
-from .listops_generator import OPERATORS, SPLIT_FILES, generate_listops, write_listops_tsv
+from .listops_generator import OPERATORS, SPLIT_FILES, apply_operator, generate_listops, write_listops_tsv
 from .registry import Task, TaskPreset, register_task
 
 VOCABULARY = [str(d) for d in range(10)] + list(OPERATORS) + ["]"]
@@ -33,8 +33,8 @@ def strip_parentheses(source: str) -> str:
 def evaluate_listops(source: str) -> int:
     """Value of a ListOps expression (with or without parentheses), by a stack machine.
 
-    Written apart from the generator (which computes labels while it grows trees) so that tests
-    can check every generated label against it.
+    Parsed apart from the generator (which computes labels while it grows trees) so that tests
+    can check every generated label against it; both apply the operators of `apply_operator`.
     """
     stack: list[list] = []
     result = None
@@ -47,7 +47,7 @@ def evaluate_listops(source: str) -> int:
             if not stack or len(stack[-1]) < 2:
                 raise ValueError(f"']' closes no operator with arguments in {source[:80]!r}...")
             operator, *values = stack.pop()
-            value = _reduce(operator, values)
+            value = apply_operator(operator, values)
             if stack:
                 stack[-1].append(value)
             else:
@@ -61,20 +61,6 @@ def evaluate_listops(source: str) -> int:
     if stack or result is None:
         raise ValueError(f"Unbalanced ListOps expression {source[:80]!r}...")
     return result
-
-
-def _reduce(operator: str, values: list[int]) -> int:
-    if operator == "[MIN":
-        return min(values)
-    if operator == "[MAX":
-        return max(values)
-    if operator == "[SM":
-        return sum(values) % 10
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return int((ordered[middle - 1] + ordered[middle]) / 2)  # int(np.median), as LRA
 
 
 def read_listops_tsv(path: str, fingerprint: str) -> Iterator[dict]:

@@ -30,7 +30,12 @@ class _TooLong(Exception):
     """Raised inside the recursion once a tree passes the length limit."""
 
 
-def _apply(operator: str, values: list[int]) -> int:
+def apply_operator(operator: str, values: list[int]) -> int:
+    """Value of one ListOps operator (one of `OPERATORS`) on its arguments: MIN, MAX, MED (int of the median, as
+    LRA) or SM (sum mod 10).
+
+    The one definition of the operators, used by the generator and by `listops.evaluate_listops`.
+    """
     if operator == "[MIN":
         return min(values)
     if operator == "[MAX":
@@ -39,7 +44,7 @@ def _apply(operator: str, values: list[int]) -> int:
         return sum(values) % 10
     ordered = sorted(values)
     middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) // 2  # int(np.median)
 
 
 def _grow(draw, depth: int, spec: tuple[int, int, float], out: list[str], budget: list[int]) -> int:
@@ -67,7 +72,7 @@ def _grow(draw, depth: int, spec: tuple[int, int, float], out: list[str], budget
             raise _TooLong
         out.append(")")
     out.append("] )")
-    return _apply(operator, values)
+    return apply_operator(operator, values)
 
 
 def generate_listops_example(

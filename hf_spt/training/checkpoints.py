@@ -1,33 +1,43 @@
-"""Finding the model a phase should start from (a local folder, a Trainer run, a Hub id), with errors
-that say what was expected; a Hub id that cannot be reached fails before any training."""
+"""Finding the checkpoint a phase starts from, in one place: a saved-model folder, a Trainer run, a
+`.safetensors` file, a sharded index or a Hub id.
+
+Files are located with transformers' own resolution (`cached_file`: a local folder, else the Hub
+cache, else a download), and Trainer runs are read with `TrainerState`. Errors name what was
+expected and the fix; a Hub id that cannot be fetched fails before any training.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import socket
+from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlparse
 
-from huggingface_hub import constants, try_to_load_from_cache
+from huggingface_hub import is_offline_mode
+from huggingface_hub.errors import HFValidationError
+from huggingface_hub.utils import validate_repo_id
+from safetensors import safe_open
+from transformers import TrainerState
+from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import get_last_checkpoint
+from transformers.utils import CONFIG_NAME, SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME, cached_file
 
-WEIGHTS_NAME = "model.safetensors"
-SHARDED_INDEX_NAME = "model.safetensors.index.json"
-CONFIG_NAME = "config.json"
-TRAINER_STATE_NAME = "trainer_state.json"
-REACHABILITY_TIMEOUT_S = 5.0
+
+class HubNotReadyError(RuntimeError):
+    """The Hub cannot be used for what the run asked (offline, no token, unreachable, no repo id)."""
+
+
+def has_weights(folder: str | Path) -> bool:
+    """True when `folder` holds safetensors weights, single or sharded."""
+    return (Path(folder) / SAFE_WEIGHTS_NAME).is_file() or (Path(folder) / SAFE_WEIGHTS_INDEX_NAME).is_file()
 
 
 def is_model_folder(folder: str | Path) -> bool:
     """True when `folder` holds a saved model: config.json plus safetensors weights (single or sharded)."""
-    folder = Path(folder)
-    has_weights = (folder / WEIGHTS_NAME).is_file() or (folder / SHARDED_INDEX_NAME).is_file()
-    return (folder / CONFIG_NAME).is_file() and has_weights
+    return (Path(folder) / CONFIG_NAME).is_file() and has_weights(folder)
 
 
 def resolve_model_folder(path: str | Path) -> Path:
-    """The saved model inside `path`: `path` itself, or its best Trainer checkpoint.
+    """The saved model inside local folder `path`: `path` itself, or its best Trainer checkpoint.
 
     `path` may be a final model folder (what `run_spt.py` writes at the end of a phase) or a
     Trainer output folder with `checkpoint-N` subfolders only (an interrupted run): then the
@@ -35,67 +45,93 @@ def resolve_model_folder(path: str | Path) -> Path:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"No checkpoint folder at {path}: run `run_spt.py --mode spt` first or fix the path.")
+        raise FileNotFoundError(f"No such folder: {path}. Run `run_spt.py --mode spt` first or fix the path.")
     if is_model_folder(path):
         return path
     last = get_last_checkpoint(str(path)) if path.is_dir() else None
     if last is not None:
         state_file = Path(last) / TRAINER_STATE_NAME
         if state_file.is_file():
-            best = json.loads(state_file.read_text()).get("best_model_checkpoint")
+            best = TrainerState.load_from_json(str(state_file)).best_model_checkpoint
             if best and is_model_folder(path / Path(best).name):
                 return path / Path(best).name
         if is_model_folder(last):
             return Path(last)
     raise FileNotFoundError(
-        f"{path} holds no model checkpoint: expected {CONFIG_NAME} and {WEIGHTS_NAME} (a folder written by "
+        f"{path} holds no model checkpoint: expected {CONFIG_NAME} and {SAFE_WEIGHTS_NAME} (a folder written by "
         "save_pretrained or run_spt.py) or checkpoint-N subfolders of a Trainer run."
     )
 
 
-class HubNotReadyError(RuntimeError):
-    """The Hub cannot be used for what the run asked (offline, no token, unreachable, no repo id)."""
+def checkpoint_file(source: str | Path, filename: str, required: bool = True) -> Path | None:
+    """`filename` of a local model folder or of Hub model `source` (from the cache, else downloaded).
 
-
-def hub_offline() -> bool:
-    """True when HF_HUB_OFFLINE is set, read now (the environment may change after import)."""
-    return constants.HF_HUB_OFFLINE or constants._is_true(os.environ.get("HF_HUB_OFFLINE"))
-
-
-def endpoint_reachable(endpoint: str, timeout: float) -> bool:
-    """A TCP connection to the Hub endpoint opens within `timeout` seconds (no retries, no HTTP)."""
-    url = urlparse(endpoint)
-    port = url.port or (443 if url.scheme == "https" else 80)
+    None when the file is absent and not `required`. Raises `HubNotReadyError` when the Hub is
+    needed but HF_HUB_OFFLINE is set, and OSError naming the fix when it cannot be fetched.
+    """
     try:
-        with socket.create_connection((url.hostname, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+        found = cached_file(str(source), filename, _raise_exceptions_for_missing_entries=required)
+    except OSError as error:
+        if Path(source).is_dir():
+            raise
+        if is_offline_mode():
+            raise HubNotReadyError(
+                f"{str(source)!r} is not a local folder, and HF_HUB_OFFLINE is set so it cannot be fetched from the "
+                "Hub: pass a folder written by save_pretrained, or unset HF_HUB_OFFLINE."
+            ) from error
+        raise OSError(
+            f"Could not get {filename} of Hub model {str(source)!r} ({error}). Is the Hub reachable (network up) and "
+            "the id right? Or pass a local folder written by save_pretrained."
+        ) from error
+    return None if found is None else Path(found)
 
 
-def _cached(repo_id: str) -> bool:
-    """True when the Hub model `repo_id` is already in the local cache (usable offline)."""
+def _require_hub_id(source: str | Path) -> str:
+    """`source` as a Hub id; a path that exists nowhere is a missing local folder, and says so."""
     try:
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-    except ValueError:  # not a valid repo id at all
-        return False
+        validate_repo_id(str(source))
+    except HFValidationError:
+        raise FileNotFoundError(
+            f"No such folder: {source}. It is neither a local checkpoint (folder, .safetensors file or sharded index) "
+            "nor a Hub id (owner/name): fix the path, or run the phase that writes it first."
+        ) from None
+    return str(source)
 
 
-def check_model_source(name_or_path: str) -> None:
-    """A model source is a local folder, a cached Hub model, or a Hub id that needs the Hub: fail early offline."""
-    if Path(name_or_path).exists() or _cached(name_or_path):
-        return
-    if hub_offline():
-        raise HubNotReadyError(
-            f"{name_or_path!r} is not a local folder, and HF_HUB_OFFLINE is set so it cannot be fetched from the "
-            "Hub: pass a folder written by save_pretrained, or unset HF_HUB_OFFLINE."
-        )
-    if not endpoint_reachable(constants.ENDPOINT, REACHABILITY_TIMEOUT_S):
-        raise HubNotReadyError(
-            f"{name_or_path!r} is not a local folder, and the Hub at {constants.ENDPOINT} is unreachable: "
-            "pass a folder written by save_pretrained, or connect to the network."
-        )
+def check_model_source(name_or_path: str | Path) -> None:
+    """A model source is a local path, or a Hub id whose config is cached or can be fetched: else fail now."""
+    if not Path(name_or_path).exists():
+        checkpoint_file(_require_hub_id(name_or_path), CONFIG_NAME)
 
 
-__all__ = ["WEIGHTS_NAME", "SHARDED_INDEX_NAME", "CONFIG_NAME", "is_model_folder", "resolve_model_folder",
-           "HubNotReadyError", "hub_offline", "endpoint_reachable", "check_model_source"]
+def resolve_model(source: str | Path) -> str:
+    """What `from_pretrained` should load for `source`: a local model folder (a Trainer run: its best
+    checkpoint), or a Hub id whose config is cached or can be fetched."""
+    if Path(source).exists():
+        return str(resolve_model_folder(source))
+    check_model_source(source)
+    return str(source)
+
+
+def checkpoint_weight_map(checkpoint: str | Path) -> tuple[dict[str, str], Callable[[str], Path]]:
+    """Key -> shard name of a checkpoint, and a function turning a shard name into a local file path.
+
+    `checkpoint` is a folder (a saved model or a Trainer run: see `resolve_model_folder`), a
+    `.safetensors` file, a `model.safetensors.index.json`, or a Hub id. Shards are only fetched
+    (Hub) or opened when one of their keys is read.
+    """
+    path = Path(checkpoint)
+    if path.is_file() and path.name.endswith(".json"):
+        return dict(json.loads(path.read_text())["weight_map"]), lambda shard: path.parent / shard
+    if path.is_file():
+        with safe_open(str(path), framework="pt") as handle:
+            return {key: path.name for key in handle.keys()}, lambda shard: path
+    source = str(path) if has_weights(path) else resolve_model(checkpoint)
+    index = checkpoint_file(source, SAFE_WEIGHTS_INDEX_NAME, required=False)
+    if index is None:
+        return checkpoint_weight_map(checkpoint_file(source, SAFE_WEIGHTS_NAME))
+    return dict(json.loads(index.read_text())["weight_map"]), lambda shard: checkpoint_file(source, shard)
+
+
+__all__ = ["HubNotReadyError", "has_weights", "is_model_folder", "resolve_model_folder", "checkpoint_file",
+           "check_model_source", "resolve_model", "checkpoint_weight_map"]

@@ -3,7 +3,7 @@
 `DataCollatorForSpt` is transformers' MLM collator with two changes: special tokens are found
 with one vectorised `isin` (not a Python loop per row, which dominates step time at 4K tokens),
 and the BERT-style random replacements draw only real tokens, never [PAD]/[MASK]/[CLS]/[UNK].
-`DataCollatorForClassification` pads `input_ids` (and `pair_input_ids` of two-tower tasks).
+`DataCollatorForClassification` pads `input_ids` (and `pair_input_ids` of two-tower tasks) with the tokenizer's `pad`.
 """
 
 from __future__ import annotations
@@ -47,22 +47,13 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
         return inputs, labels
 
 
-def _pad(rows: list[Any], pad_id: int, multiple: int | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad id lists to one tensor (B, T) and the matching attention mask."""
-    length = max(len(row) for row in rows)
-    if multiple:
-        length = -(-length // multiple) * multiple
-    ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), length), dtype=torch.long)
-    for i, row in enumerate(rows):
-        ids[i, : len(row)] = torch.as_tensor(row, dtype=torch.long)
-        mask[i, : len(row)] = 1
-    return ids, mask
-
-
 @dataclass
 class DataCollatorForClassification:
-    """Pads `input_ids` (and `pair_input_ids`) on the right and stacks `labels`."""
+    """Pads `input_ids` (and `pair_input_ids`) on the right with `tokenizer.pad` and stacks `labels`.
+
+    Each id column is padded on its own (a pair gets its own length and `pair_attention_mask`);
+    labels are long for class ids, float for regression values and multi-label rows.
+    """
 
     tokenizer: PreTrainedTokenizerBase
     pad_to_multiple_of: int | None = None
@@ -71,12 +62,15 @@ class DataCollatorForClassification:
         batch = {}
         for prefix in ("", "pair_"):
             if f"{prefix}input_ids" in features[0]:
-                rows = [feature[f"{prefix}input_ids"] for feature in features]
-                ids, mask = _pad(rows, self.tokenizer.pad_token_id, self.pad_to_multiple_of)
-                batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"] = ids, mask
+                padded = self.tokenizer.pad(
+                    {"input_ids": [feature[f"{prefix}input_ids"] for feature in features]},
+                    pad_to_multiple_of=self.pad_to_multiple_of, padding_side="right", return_attention_mask=True,
+                    return_tensors="pt",
+                )
+                batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"] = padded["input_ids"], padded["attention_mask"]
         if "labels" in features[0]:
             labels = [feature["labels"] for feature in features]
-            dtype = torch.float if isinstance(labels[0], float) or isinstance(labels[0], list) else torch.long
+            dtype = torch.float if isinstance(labels[0], (float, list)) else torch.long
             batch["labels"] = torch.tensor(labels, dtype=dtype)
         return batch
 

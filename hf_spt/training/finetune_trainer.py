@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+
+import evaluate
 import numpy as np
 import torch
 from datasets import Dataset
@@ -14,8 +17,14 @@ from .metrics import SHIPPED_METRICS, load_metric
 from .model_card import ModelCardMixin
 
 
+@functools.cache
+def shipped_metric_modules() -> tuple[evaluate.EvaluationModule, ...]:
+    """The shipped `evaluate` modules (accuracy, macro-F1), loaded on first use and kept for every later evaluation."""
+    return tuple(load_metric(name) for name in SHIPPED_METRICS)
+
+
 def classification_metrics(prediction: EvalPrediction) -> dict[str, float]:
-    """Accuracy and macro-F1 (the shipped `evaluate` modules) for single-label logits (B, C);
+    """Accuracy and macro-F1 (the shipped `evaluate` modules, loaded once) for single-label logits (B, C);
     exact-match accuracy for multi-label; MSE for regression."""
     logits, labels = prediction.predictions, prediction.label_ids
     if isinstance(logits, tuple):
@@ -23,8 +32,8 @@ def classification_metrics(prediction: EvalPrediction) -> dict[str, float]:
     if logits.ndim == 2 and logits.shape[1] > 1 and labels.ndim == 1:
         predicted = logits.argmax(axis=-1)
         scores = {}
-        for name in SHIPPED_METRICS:
-            scores.update(load_metric(name).compute(predictions=predicted, references=labels))
+        for module in shipped_metric_modules():
+            scores.update(module.compute(predictions=predicted, references=labels))
         return scores
     if labels.ndim == 2:  # multi-label: a label set is right when every bit is
         return {"accuracy": float(((logits > 0) == (labels > 0.5)).all(axis=-1).mean())}

@@ -43,15 +43,21 @@ def class_weights(spec: str | None, labels: Sequence[int], num_labels: int) -> l
     return weights
 
 
+def token_id_counts(sequences: Iterable[Sequence[int]], vocab_size: int) -> torch.Tensor:
+    """Occurrences (V,) of every token id in `sequences` (int64); the one token count of SPT weighting and analysis."""
+    counts = torch.zeros(vocab_size, dtype=torch.long)
+    for ids in sequences:
+        counts += torch.bincount(torch.as_tensor(ids, dtype=torch.long), minlength=vocab_size)[:vocab_size]
+    return counts
+
+
 def inverse_frequency_token_weights(sequences: Iterable[Sequence[int]], vocab_size: int) -> torch.Tensor:
     """Weights (V,) proportional to 1 / count of each token id in `sequences`, averaging 1 per occurrence.
 
     w_v = total / (num_distinct * count_v), so sum_v count_v * w_v = total. Ids absent from the
     training inputs get the weight of a single occurrence (they can only appear at evaluation).
     """
-    counts = torch.zeros(vocab_size, dtype=torch.float64)
-    for ids in sequences:
-        counts += torch.bincount(torch.as_tensor(ids, dtype=torch.long), minlength=vocab_size)[:vocab_size].double()
+    counts = token_id_counts(sequences, vocab_size).double()
     total, distinct = counts.sum(), (counts > 0).sum()
     if total == 0:
         raise ValueError("Token weighting needs training inputs: the training set has no tokens.")
@@ -78,5 +84,5 @@ def weighted_class_loss(logits: torch.Tensor, labels: torch.Tensor, weights: tor
     return F.cross_entropy(logits.float(), labels.long(), weight=weights.to(logits.device))
 
 
-__all__ = ["CLASS_WEIGHTING", "TOKEN_WEIGHTING", "class_weights", "inverse_frequency_token_weights",
+__all__ = ["CLASS_WEIGHTING", "TOKEN_WEIGHTING", "class_weights", "token_id_counts", "inverse_frequency_token_weights",
            "weighted_token_loss", "weighted_class_loss"]

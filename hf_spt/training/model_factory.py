@@ -27,7 +27,7 @@ from transformers import (
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING, MODEL_FOR_MASKED_LM_MAPPING
 
 from ..models.backbone_classifier import BackboneClassifierConfig, BackboneForSequenceClassification
-from .checkpoints import check_model_source, resolve_model_folder
+from .checkpoints import resolve_model
 from ..models.configuration_spt import SptConfig
 from ..models.modeling_spt import SptForMaskedLM, SptForSequenceClassification
 
@@ -38,14 +38,6 @@ DECODER_POOLING = "last_mean"
 def is_decoder_only(config: PreTrainedConfig) -> bool:
     """True for architectures without a masked-LM head (GPT-2, Llama...): they read left to right."""
     return type(config) not in MODEL_FOR_MASKED_LM_MAPPING
-
-
-def _source(init_from: str | Path) -> str:
-    """A local checkpoint folder (or Trainer output folder), else a Hub id checked for reachability."""
-    if Path(init_from).exists():
-        return str(resolve_model_folder(init_from))
-    check_model_source(str(init_from))
-    return str(init_from)
 
 
 def pretraining_model(
@@ -60,7 +52,7 @@ def pretraining_model(
                 "--spt_objective causal needs a decoder architecture (e.g. --model_type gpt2 --from_scratch): the "
                 "SPT encoder attends both ways, so next-token prediction would see the answer."
             )
-        return SptForMaskedLM(config) if init_from is None else SptForMaskedLM.from_pretrained(_source(init_from))
+        return SptForMaskedLM(config) if init_from is None else SptForMaskedLM.from_pretrained(resolve_model(init_from))
     backbone = config.backbone
     auto, mapping = (AutoModelForCausalLM, MODEL_FOR_CAUSAL_LM_MAPPING) if objective == "causal" else (
         AutoModelForMaskedLM, MODEL_FOR_MASKED_LM_MAPPING)
@@ -69,7 +61,7 @@ def pretraining_model(
         raise ValueError(f"{backbone.model_type} has no {objective}-LM head in transformers: use --spt_objective {other}.")
     if init_from is None:
         return auto.from_config(backbone, attn_implementation=backbone._attn_implementation)
-    return auto.from_pretrained(_source(init_from), attn_implementation=backbone._attn_implementation)
+    return auto.from_pretrained(resolve_model(init_from), attn_implementation=backbone._attn_implementation)
 
 
 def classification_model(
@@ -80,7 +72,7 @@ def classification_model(
         if isinstance(config, SptConfig):
             return SptForSequenceClassification(config)
         return BackboneForSequenceClassification(config)
-    source = _source(init_from)
+    source = resolve_model(init_from)
     source_config = AutoConfig.from_pretrained(source)
     heads = dict(num_labels=config.num_labels, id2label=config.id2label, label2id=config.label2id,
                  pooling=config.pooling, two_tower=config.two_tower)

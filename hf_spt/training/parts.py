@@ -21,9 +21,8 @@ Call `freeze_parts` before the Trainer creates its optimizer. Parts are those of
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from .checkpoints import SHARDED_INDEX_NAME, WEIGHTS_NAME, resolve_model_folder
+from .checkpoints import checkpoint_weight_map
 
 PARTIAL_WEIGHTS_NAME = "partial_model.safetensors"
 PARTS_METADATA_KEY = "hf_spt_parts"
@@ -137,51 +136,6 @@ class LoadReport:
                 f"mismatched {len(self.mismatched)}")
 
 
-def _hub_files(repo_id: str, filename: str) -> Path:
-    """Download one file of a Hub repo (cached); a clear error when the Hub cannot be reached."""
-    from huggingface_hub import hf_hub_download
-
-    try:
-        return Path(hf_hub_download(repo_id, filename))
-    except Exception as error:  # offline mode, no network, missing repo or file: all say the same to the user
-        raise OSError(
-            f"Could not get {filename} of Hub repo {repo_id!r} ({type(error).__name__}: {error}). Is the Hub "
-            "reachable (HF_HUB_OFFLINE unset, network up) and the repo id right? Or pass a local checkpoint folder."
-        ) from error
-
-
-def checkpoint_weight_map(checkpoint: str | Path) -> tuple[dict[str, str], Callable[[str], Path]]:
-    """Key -> shard name of a checkpoint, and a function turning a shard name into a local file path.
-
-    `checkpoint` is a folder (a saved model or a Trainer run: see `resolve_model_folder`), a
-    `.safetensors` file, a `model.safetensors.index.json`, or a Hub repo id. Shards are only
-    fetched (Hub) or opened when one of their keys is read.
-    """
-    path = Path(checkpoint)
-    if path.is_file() and path.name.endswith(".json"):
-        index = json.loads(path.read_text())
-        return dict(index["weight_map"]), lambda shard: path.parent / shard
-    if path.is_file():
-        with safe_open(str(path), framework="pt") as handle:
-            return {key: path.name for key in handle.keys()}, lambda shard: path
-    if path.exists():
-        folder = path if (path / WEIGHTS_NAME).is_file() or (path / SHARDED_INDEX_NAME).is_file() else None
-        folder = folder or resolve_model_folder(path)
-        if (folder / SHARDED_INDEX_NAME).is_file():
-            return checkpoint_weight_map(folder / SHARDED_INDEX_NAME)
-        return checkpoint_weight_map(folder / WEIGHTS_NAME)
-    if not re.fullmatch(r"[\w.-]+/[\w.-]+", str(checkpoint)):
-        raise FileNotFoundError(f"No checkpoint at {checkpoint}: not a file or folder, and not a Hub repo id (owner/name).")
-    repo_id = str(checkpoint)
-    try:
-        index_file = _hub_files(repo_id, SHARDED_INDEX_NAME)
-    except OSError:
-        weights = _hub_files(repo_id, WEIGHTS_NAME)
-        return checkpoint_weight_map(weights)
-    weight_map = json.loads(index_file.read_text())["weight_map"]
-    return dict(weight_map), lambda shard: _hub_files(repo_id, shard)
-
-
 def _source_key(target: str, checkpoint_prefix: str, layer_map: Mapping[int, int] | None) -> str | None:
     """Checkpoint key feeding model key `target` (layer renumbered by `layer_map`); None if unmapped."""
     _, key = split_prefix(target)
@@ -275,5 +229,5 @@ def frozen_parameter_names(model: nn.Module) -> list[str]:
 
 
 __all__ = ["PARTIAL_WEIGHTS_NAME", "PART_PATTERNS", "LoadReport", "parse_parts", "split_prefix", "select_keys",
-           "get_partial_state_dict", "save_partial_state_dict", "checkpoint_weight_map", "load_partial_weights",
+           "get_partial_state_dict", "save_partial_state_dict", "load_partial_weights",
            "freeze_parts", "frozen_parameter_names"]
