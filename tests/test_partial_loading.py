@@ -163,8 +163,20 @@ def test_layer_map_feeds_a_deeper_model(tmp_path):
     for layer in (0, 2):
         assert torch.equal(deep.spt.layers[layer].attention.q_proj.weight, shallow.spt.layers[0].attention.q_proj.weight)
     assert not torch.equal(deep.spt.layers[1].attention.q_proj.weight, shallow.spt.layers[0].attention.q_proj.weight)
-    without_map = load_partial_weights(SptForSequenceClassification(tiny_config(3)), tmp_path / "one", "qk")
-    assert len(without_map.missing) == 8  # layers 1 and 2 do not exist in the checkpoint: reported, not hidden
+    assert report.loaded_by_part("qk") == {"qk": {
+        str(layer): [f"spt.layers.{layer}.attention.{m}_proj.{w}" for m in "qk" for w in ("weight", "bias")]
+        for layer in (0, 2)}}
+
+
+def test_missing_layers_are_an_error_not_a_random_init(tmp_path):
+    SptForMaskedLM(tiny_config(1)).save_pretrained(tmp_path / "one")
+    two = SptForSequenceClassification(tiny_config(2))
+    before = {name: value.clone() for name, value in two.state_dict().items()}
+    with pytest.raises(ValueError, match=r"(?s)lacks 4 tensor.*spt\.layers\.1\.attention\.q_proj\.weight.*layer map"):
+        load_partial_weights(two, tmp_path / "one", "qk")
+    assert all(torch.equal(value, before[name]) for name, value in two.state_dict().items())  # nothing half-loaded
+    report = load_partial_weights(two, tmp_path / "one", "qk", layer_map={0: 0, 1: 0})
+    assert sorted(report.loaded_by_part("qk")["qk"]) == ["0", "1"] and not report.missing
 
 
 def test_shape_mismatch_lists_the_keys(mlm_checkpoint):
@@ -179,8 +191,8 @@ def test_selection_matching_nothing_is_an_error(mlm_checkpoint, tmp_path):
         load_partial_weights(SptForSequenceClassification(tiny_config(2)), folder, "qk", layers=[7])
     sinusoidal = SptForMaskedLM(tiny_config(1, positions="sinusoidal"))
     sinusoidal.save_pretrained(tmp_path / "sin")
-    report = load_partial_weights(SptModel(tiny_config(1)), tmp_path / "sin", "embeddings")
-    assert report.missing == ["embeddings.position_embeddings.weight"]  # learned table absent: reported
+    with pytest.raises(ValueError, match="embeddings.position_embeddings.weight"):  # learned table absent
+        load_partial_weights(SptModel(tiny_config(1)), tmp_path / "sin", "embeddings")
 
 
 def test_unreachable_hub_repo_gives_a_clear_error():

@@ -177,3 +177,16 @@ def test_gpu_benchmark_explains_what_it_needs_without_cuda(capsys):
         script.main(script.parse_arguments([]))
     assert exit_info.value.code == 2
     assert "needs a CUDA device" in capsys.readouterr().out
+
+
+def test_real_tokens_benchmark_runs(tmp_path):
+    output = tmp_path / "real_tokens.json"
+    results = load_script("bench_real_tokens").main(
+        ["--distributions", "imdb", "--rows", "64", "--batch_size", "4", "--hidden_size", "16", "--num_heads", "2",
+         "--num_layers", "1", "--max_length", "1200", "--threads", "1", "--no_memory", "--output", str(output)])
+    assert [r["phase"] for r in results] == ["mlm", "cls"]
+    for result in results:  # the same rows on both paths: the same real tokens, less padding when grouped by length
+        assert result["hf_spt"]["real_tokens"] == result["bert"]["real_tokens"]
+        assert result["hf_spt"]["padding_share"] < result["bert"]["padding_share"]
+        assert result["hf_spt"]["attention_on_real"] > result["bert"]["attention_on_real"]
+    assert json.loads(output.read_text())["results"][0]["speed_ratio"] > 0

@@ -31,6 +31,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import nn
 
+from ..errors import UserInputError
 from .checkpoints import checkpoint_weight_map
 
 PARTIAL_WEIGHTS_NAME = "partial_model.safetensors"
@@ -122,8 +123,9 @@ class LoadReport:
     """What `load_partial_weights` did, by model key (`loaded`, `missing`) or checkpoint key (`skipped`).
 
     loaded: model keys set from the checkpoint. skipped: checkpoint keys not selected (never read).
-    missing: selected model keys the checkpoint lacks (left at their init).
-    mismatched: (model key, model shape, checkpoint shape); never non-empty in a returned report.
+    missing: selected model keys the checkpoint lacks; mismatched: (model key, model shape,
+    checkpoint shape). Either one non-empty is an error, so a returned report has neither: no
+    selected weight is ever left silently at its random init.
     """
 
     loaded: list[str] = field(default_factory=list)
@@ -134,6 +136,16 @@ class LoadReport:
     def summary(self) -> str:
         return (f"loaded {len(self.loaded)}, skipped {len(self.skipped)}, missing {len(self.missing)}, "
                 f"mismatched {len(self.mismatched)}")
+
+    def loaded_by_part(self, parts: str | Iterable[str]) -> dict[str, dict[str, list[str]]]:
+        """The loaded keys per part and layer (`{"qk": {"0": [...], "1": [...]}}`; "-" for keys outside layers),
+        as `phase.json` and the model card record them."""
+        grouped: dict[str, dict[str, list[str]]] = {}
+        for part in parse_parts(parts):
+            for key in select_keys(self.loaded, part):
+                layer = _layer_of(split_prefix(key)[1])
+                grouped.setdefault(part, {}).setdefault("-" if layer is None else str(layer), []).append(key)
+        return grouped
 
 
 def _source_key(target: str, checkpoint_prefix: str, layer_map: Mapping[int, int] | None) -> str | None:
@@ -167,7 +179,9 @@ def load_partial_weights(
     `layers` limits the model layers that receive weights; `layer_map` {model layer: checkpoint
     layer} renumbers them between models of different depth (model layers it leaves out are not
     loaded; one checkpoint layer may feed several). Raises when a selected tensor's shape differs
-    (listing every mismatch) or when nothing selected exists in the checkpoint.
+    (listing every mismatch), when a selected tensor is missing from the checkpoint (listing them:
+    a 1-layer checkpoint cannot fill a 2-layer model's layer 1 unless `layer_map` says where it
+    comes from), or when nothing selected exists in the checkpoint.
     """
     weight_map, shard_path = checkpoint_weight_map(checkpoint)
     prefix = _checkpoint_prefix(weight_map)
@@ -179,6 +193,13 @@ def load_partial_weights(
     report = LoadReport()
     report.missing = [t for t, s in sources.items() if s is not None and s not in weight_map]
     wanted = {t: s for t, s in sources.items() if s is not None and s in weight_map}
+    if report.missing and wanted:
+        lines = "\n".join(f"  {key} (would read {sources[key]})" for key in report.missing)
+        raise UserInputError(
+            f"{checkpoint} lacks {len(report.missing)} tensor(s) of parts {parts!r}, which would stay at their random "
+            f"init:\n{lines}\nGive a layer map saying which checkpoint layer feeds each model layer (e.g. "
+            "layer_map={1: 0}), limit the layers loaded, or choose parts the checkpoint has."
+        )
     if not wanted:
         raise ValueError(f"Parts {parts!r} match no tensor of {checkpoint}: the model wants {sorted(filter(None, sources.values()))}; "
                          f"the checkpoint holds {sorted(weight_map)}.")

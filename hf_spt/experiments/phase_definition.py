@@ -1,0 +1,168 @@
+"""What defines a phase, recorded in its folder so that a re-run never reports another run's numbers.
+
+A phase (the pretraining phase, a fine-tuning arm, an ablation cell, a shared pretraining job)
+writes `phase_definition.json` before it trains: the hf_spt version, the seed, a content
+fingerprint of every data split it reads, the model config, the training settings that change
+its result, and where its weights start (folder, and that folder's own definition digest, parts
+taken, parts frozen). A re-run compares its definition with the recorded one: equal, it skips
+the finished phase or resumes the interrupted one; different, it stops before any work and
+lists each differing setting (old -> new), with the two ways out (another `--output_dir`, or
+`--overwrite_output_dir`, which clears the phase folder first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from datasets import Dataset
+
+from ..errors import UserInputError
+
+DEFINITION_NAME = "phase_definition.json"
+# TrainingArguments fields that change where or how a run reports, never what it learns.
+REPORTING_FIELDS = frozenset({
+    "output_dir", "logging_dir", "run_name", "report_to", "push_to_hub", "hub_model_id", "hub_strategy", "hub_token",
+    "hub_private_repo", "hub_always_push", "hub_revision", "save_total_limit", "logging_steps", "logging_strategy",
+    "logging_first_step", "logging_nan_inf_filter", "disable_tqdm", "dataloader_num_workers", "dataloader_pin_memory",
+    "dataloader_persistent_workers", "dataloader_prefetch_factor", "overwrite_output_dir", "resume_from_checkpoint",
+    "save_safetensors", "save_on_each_node", "save_only_model", "log_level", "log_level_replica", "log_on_each_node",
+    "trackio_space_id", "project", "flush_denormal", "local_rank", "ddp_timeout", "include_num_input_tokens_seen",
+})
+
+
+class PhaseDefinitionMismatch(UserInputError):
+    """The phase folder holds a phase defined differently from the one asked for."""
+
+
+def dataset_fingerprint(dataset: Dataset) -> str:
+    """A digest of the data's content (column names, types and values), independent of caches and paths."""
+    if dataset._indices is not None:  # a selection or shuffle: hash the rows it shows, in its order
+        dataset = dataset.flatten_indices()
+    digest = hashlib.blake2b(digest_size=16)
+    table = dataset.data.table
+    # Arrow's stream format writes exactly the rows a (possibly sliced) table shows, streamed into the hash
+    with pa.ipc.new_stream(pa.PythonFile(_HashSink(digest), mode="w"), table.schema) as writer:
+        writer.write_table(table)
+    return digest.hexdigest()
+
+
+class _HashSink:
+    """A write-only file that feeds what is written into a hash."""
+
+    closed = False
+
+    def __init__(self, digest: "hashlib._Hash"):
+        self.digest = digest
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def training_settings(args: Any) -> dict[str, Any]:
+    """The phase's `TrainingArguments` that change its result (everything but reporting and paths)."""
+    return {key: value for key, value in sorted(args.to_dict().items()) if key not in REPORTING_FIELDS}
+
+
+def definition_digest(definition: Mapping[str, Any]) -> str:
+    """A short digest of a definition, recorded by the phases that start from this one."""
+    return hashlib.blake2b(json.dumps(definition, sort_keys=True, default=str).encode(), digest_size=8).hexdigest()
+
+
+def source_identity(init_from: str | Path | None) -> dict[str, Any] | None:
+    """Where a phase's weights start: a phase folder's definition digest, or the path (a Hub id) as given."""
+    if init_from is None:
+        return None
+    recorded = read_definition(Path(init_from)) if Path(init_from).is_dir() else None
+    if recorded is not None:
+        return {"phase_definition": definition_digest(recorded)}
+    return {"path": str(init_from)}
+
+
+def phase_definition(
+    *, phase: str, seed: int, data: Mapping[str, Dataset], model_config: Mapping[str, Any], args: Any,
+    init_from: str | Path | None = None, init_parts: str | None = None, freeze_parts: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Everything that defines one phase's result, as plain JSON values."""
+    definition = {
+        "hf_spt": metadata.version("hf-spt"),
+        "phase": phase,
+        "seed": seed,
+        "data": {split: dataset_fingerprint(dataset) for split, dataset in sorted(data.items())},
+        "model": {key: value for key, value in sorted(model_config.items()) if key != "transformers_version"},
+        "training": training_settings(args),
+        "init_from": source_identity(init_from),
+        "init_parts": init_parts,
+        "freeze_parts": freeze_parts,
+        **dict(extra or {}),
+    }
+    return json.loads(json.dumps(definition, default=str))  # the form it takes on disk, so comparisons are exact
+
+
+def read_definition(folder: Path) -> dict[str, Any] | None:
+    """The definition recorded in `folder`, or None when there is none (or it cannot be read)."""
+    path = folder / DEFINITION_NAME
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Each setting that differs, as `name: old -> new` (nested settings joined with dots)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        lines = []
+        for key in sorted(set(old) | set(new), key=str):
+            name = f"{prefix}.{key}" if prefix else str(key)
+            lines += differences(old.get(key, "<unset>"), new.get(key, "<unset>"), name)
+        return lines
+    return [] if old == new else [f"{prefix}: {old!r} -> {new!r}"]
+
+
+def check_phase_folder(folder: Path, definition: Mapping[str, Any]) -> None:
+    """Stop before any work when `folder` already holds a phase defined otherwise, or an unrecorded one.
+
+    An empty or missing folder, and one whose recorded definition equals `definition`, pass.
+    """
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    recorded = read_definition(folder)
+    if recorded is None:
+        raise PhaseDefinitionMismatch(
+            f"{folder} holds files of an earlier run that recorded no {DEFINITION_NAME}, so whether it is the run "
+            "asked for cannot be told. Use another --output_dir, or --overwrite_output_dir to clear it and start over."
+        )
+    changed = differences(recorded, dict(definition))
+    if changed:
+        listing = "\n  ".join(changed)
+        raise PhaseDefinitionMismatch(
+            f"{folder} holds a run defined differently from this one; reusing it would report its numbers as "
+            f"this run's. Differences (recorded -> asked for):\n  {listing}\n"
+            "Use another --output_dir, or --overwrite_output_dir to clear the phase folders and start over."
+        )
+
+
+def record_definition(folder: Path, definition: Mapping[str, Any]) -> None:
+    """Write the definition into the phase folder (atomically: a kill never leaves half a file)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    temporary = folder / f".{DEFINITION_NAME}.tmp"
+    temporary.write_text(json.dumps(definition, indent=1, sort_keys=True))
+    temporary.replace(folder / DEFINITION_NAME)
+
+
+__all__ = ["DEFINITION_NAME", "PhaseDefinitionMismatch", "dataset_fingerprint", "training_settings",
+           "definition_digest", "phase_definition", "read_definition", "differences", "check_phase_folder",
+           "record_definition"]
