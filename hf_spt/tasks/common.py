@@ -18,13 +18,14 @@ from datasets import Dataset, DatasetDict, List, Value, load_dataset, load_from_
 from datasets.arrow_writer import SchemaInferenceError
 from datasets.exceptions import DatasetGenerationError
 
+from ..errors import MissingInputError, UserInputError
 from ..models.tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
 
 PIXEL_VALUES = 256
 TOKEN_IDS = List(Value("int32"))
 
 
-class DataFormatError(ValueError):
+class DataFormatError(UserInputError):
     """A data file exists but its content is not what the task expects."""
 
 
@@ -32,7 +33,7 @@ def require_path(path: str | Path, what: str, layout: str, source: str) -> Path:
     """`path` if it exists; otherwise a FileNotFoundError naming it, the expected layout and the data's origin."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{what}: {path} does not exist.\nExpected layout:\n{layout}\nWhere the data come from: {source}")
+        raise MissingInputError(f"{what}: {path} does not exist.\nExpected layout:\n{layout}\nWhere the data come from: {source}")
     return path
 
 
@@ -89,7 +90,7 @@ def load_saved_dataset(path: Path) -> DatasetDict:
 def carve_validation(train: Dataset, fraction: float, seed: int, stratify_by: str | None = None) -> tuple[Dataset, Dataset]:
     """Split `fraction` of `train` off as validation, shuffled with `seed`."""
     if not 0 < fraction < 1:
-        raise ValueError(f"validation_fraction must be between 0 and 1, got {fraction}.")
+        raise UserInputError(f"validation_fraction must be between 0 and 1, got {fraction}.")
     if len(train) < 2:
         raise DataFormatError(f"Cannot carve a validation split from a train split of {len(train)} example(s).")
     parts = train.train_test_split(test_size=fraction, seed=seed, stratify_by_column=stratify_by)

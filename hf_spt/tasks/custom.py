@@ -15,6 +15,7 @@ from __future__ import annotations
 from datasets import Dataset, DatasetDict, load_dataset
 from datasets.exceptions import DatasetGenerationError
 
+from ..errors import MissingInputError
 from ..models.tokenization_spt import build_byte_tokenizer, build_word_tokenizer
 from .common import (DataFormatError, carve_validation, is_saved_dataset, load_saved_dataset, require_path,
                      byte_encode_column)
@@ -99,13 +100,13 @@ def load_custom(
     if data_dir is not None and train_file is None:
         folder = require_path(data_dir, "Custom data folder", LAYOUT, SOURCE)
         if not is_saved_dataset(folder):
-            raise FileNotFoundError(f"{folder} is not a saved DatasetDict (no dataset_dict.json).\nExpected:\n{LAYOUT}")
+            raise MissingInputError(f"{folder} is not a saved DatasetDict (no dataset_dict.json).\nExpected:\n{LAYOUT}")
         data = load_saved_dataset(folder)
     elif train_file is not None:
         files = {"train": train_file, "validation": validation_file, "test": test_file}
         data = read_files({split: path for split, path in files.items() if path is not None}, cache_dir)
     else:
-        raise FileNotFoundError(f"The custom task needs data.\nExpected:\n{LAYOUT}")
+        raise MissingInputError(f"The custom task needs data.\nExpected:\n{LAYOUT}")
     if "train" not in data:
         raise DataFormatError(f"Custom data has no 'train' split (found {list(data)}).")
     for split, split_data in data.items():

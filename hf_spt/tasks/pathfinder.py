@@ -16,6 +16,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict
 
+from ..errors import MissingInputError
 from .common import (DataFormatError, build_pixel_tokenizer, carve_validation, grayscale_pixels, pixel_ids,
                      require_path, rows_to_dataset)
 from .pathfinder_generator import generate_pathfinder
@@ -44,7 +45,7 @@ def read_pathfinder_metadata(path: str, fingerprint: str) -> Iterator[dict]:
                 raise DataFormatError(f"{metadata}, line {line_number}: unknown label {fields[3]!r}; expected 0 or 1.")
             image = root / fields[0] / fields[1]
             if not image.is_file():
-                raise FileNotFoundError(f"{metadata}, line {line_number}: image {image} does not exist.")
+                raise MissingInputError(f"{metadata}, line {line_number}: image {image} does not exist.")
             yield {"image_path": str(image), "labels": int(fields[3])}
 
 

@@ -14,6 +14,8 @@ from typing import Any
 from datasets import DatasetDict
 from transformers import PreTrainedTokenizerBase
 
+from ..errors import UserInputError
+
 REQUIRED_SPLITS = ("train", "validation", "test")
 
 
@@ -74,7 +76,7 @@ def register_task(name: str, description: str, needs: str) -> Callable[[Callable
 def load_task(name: str, data_dir: str | None = None, seed: int = 0, **options: Any) -> Task:
     """Build the task `name` (see `list_tasks()`); `options` go to its builder (sizes, lengths...)."""
     if name not in TASKS:
-        raise ValueError(f"Unknown task {name!r}. Known tasks: {', '.join(sorted(TASKS))} (run_spt.py --list_tasks).")
+        raise UserInputError(f"Unknown task {name!r}. Known tasks: {', '.join(sorted(TASKS))} (run_spt.py --list_tasks).")
     task = TASKS[name].builder(data_dir=data_dir, seed=seed, **options)
     check_task(task)
     return task
@@ -84,13 +86,13 @@ def check_task(task: Task) -> None:
     """Fail early, naming the problem, when a task's data cannot feed both phases."""
     missing = [split for split in REQUIRED_SPLITS if split not in task.dataset]
     if missing:
-        raise ValueError(f"Task {task.name!r} has no {missing} split(s); it needs {list(REQUIRED_SPLITS)}.")
+        raise UserInputError(f"Task {task.name!r} has no {missing} split(s); it needs {list(REQUIRED_SPLITS)}.")
     for split in REQUIRED_SPLITS:
         data = task.dataset[split]
         if len(data) == 0:
-            raise ValueError(f"Task {task.name!r}: the {split!r} split is empty.")
+            raise UserInputError(f"Task {task.name!r}: the {split!r} split is empty.")
         if "input_ids" not in data.column_names:
-            raise ValueError(f"Task {task.name!r}: the {split!r} split has no input_ids column.")
+            raise UserInputError(f"Task {task.name!r}: the {split!r} split has no input_ids column.")
 
 
 def list_tasks() -> str:

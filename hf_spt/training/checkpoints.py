@@ -12,6 +12,8 @@ from urllib.parse import urlparse
 from huggingface_hub import constants, try_to_load_from_cache
 from transformers.trainer_utils import get_last_checkpoint
 
+from ..errors import MissingInputError, UserInputError
+
 WEIGHTS_NAME = "model.safetensors"
 SHARDED_INDEX_NAME = "model.safetensors.index.json"
 CONFIG_NAME = "config.json"
@@ -35,7 +37,7 @@ def resolve_model_folder(path: str | Path) -> Path:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"No checkpoint folder at {path}: run `run_spt.py --mode spt` first or fix the path.")
+        raise MissingInputError(f"No checkpoint folder at {path}: run `run_spt.py --mode spt` first or fix the path.")
     if is_model_folder(path):
         return path
     last = get_last_checkpoint(str(path)) if path.is_dir() else None
@@ -47,14 +49,14 @@ def resolve_model_folder(path: str | Path) -> Path:
                 return path / Path(best).name
         if is_model_folder(last):
             return Path(last)
-    raise FileNotFoundError(
+    raise MissingInputError(
         f"{path} holds no model checkpoint: expected {CONFIG_NAME} and {WEIGHTS_NAME} (a folder written by "
         "save_pretrained or run_spt.py) or checkpoint-N subfolders of a Trainer run."
     )
 
 
-class HubNotReadyError(RuntimeError):
-    """The Hub cannot be used for what the run asked (offline, no token, unreachable, no repo id)."""
+class HubNotReadyError(UserInputError, RuntimeError):
+    """The Hub cannot be used for what the run asked (offline, no token, unreachable, no repo id): a user error."""
 
 
 def hub_offline() -> bool:

@@ -6,6 +6,7 @@ import torch
 from datasets import Dataset, concatenate_datasets
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
+from ..errors import UserInputError
 from .collators import DataCollatorForSpt
 from .losses import TOKEN_WEIGHTING, inverse_frequency_token_weights, weighted_token_loss
 from .model_card import ModelCardMixin
@@ -66,7 +67,7 @@ class PretrainTrainer(ModelCardMixin, Trainer):
     @staticmethod
     def _token_weights(args, train_dataset: Dataset, tokenizer, model) -> torch.Tensor | None:
         if args.token_weighting not in TOKEN_WEIGHTING:
-            raise ValueError(f"Unknown token_weighting {args.token_weighting!r}; choose one of {', '.join(TOKEN_WEIGHTING)}.")
+            raise UserInputError(f"Unknown token_weighting {args.token_weighting!r}; choose one of {', '.join(TOKEN_WEIGHTING)}.")
         if args.token_weighting == "none":
             return None
         return inverse_frequency_token_weights(train_dataset["input_ids"], model.config.get_text_config().vocab_size)
