@@ -3,15 +3,18 @@
 `DataCollatorForSpt` is transformers' MLM collator with two changes: special tokens are found
 with one vectorised `isin` (not a Python loop per row, which dominates step time at 4K tokens),
 and the BERT-style random replacements draw only real tokens, never [PAD]/[MASK]/[CLS]/[UNK].
-`DataCollatorForClassification` pads `input_ids` (and `pair_input_ids` of two-tower tasks).
+Rows that already carry `labels` (a validation set masked once by `fixed_masking`) are only
+padded, so evaluation reads the same masks every time, across resumes too, while training
+masking stays random. `DataCollatorForClassification` pads `input_ids` (and `pair_input_ids`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
+from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase
 
 
@@ -30,6 +33,14 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
         self._special_ids = torch.tensor(special_ids, dtype=torch.long)
         all_ids = torch.arange(len(self.tokenizer))
         self._replacement_ids = all_ids[~torch.isin(all_ids, self._special_ids)]
+
+    def torch_call(self, examples: list[Any]) -> dict[str, Any]:
+        """Mask and pad the rows; rows masked beforehand (with `labels`) are padded only (labels with -100)."""
+        if not (examples and isinstance(examples[0], dict) and "labels" in examples[0]):
+            return super().torch_call(examples)
+        ids, mask = _pad([row["input_ids"] for row in examples], self.tokenizer.pad_token_id, self.pad_to_multiple_of)
+        labels, _ = _pad([row["labels"] for row in examples], -100, self.pad_to_multiple_of)
+        return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
     def torch_mask_tokens(self, inputs: torch.Tensor, special_tokens_mask: Any = None, offset_mapping: Any = None):
         labels = inputs.clone()
@@ -60,6 +71,23 @@ def _pad(rows: list[Any], pad_id: int, multiple: int | None) -> tuple[torch.Tens
     return ids, mask
 
 
+def fixed_masking(dataset: Dataset, collator: DataCollatorForSpt, seed: int) -> Dataset:
+    """`dataset` (an `input_ids` column) masked once as `collator` would, seeded by `seed` and the row
+    index: `input_ids` as the model sees them and `labels`. The same call always gives the same masks."""
+    fingerprint = (f"{dataset._fingerprint}-spt-masks-{seed}-{collator.mlm_probability}-{collator.mask_replace_prob}-"
+                   f"{collator.random_replace_prob}")
+
+    masker = replace(collator, seed=None)
+
+    def mask(batch: dict[str, list], indices: list[int]) -> dict[str, list]:
+        masker.generator = torch.Generator().manual_seed(seed * 1_000_003 + indices[0])
+        rows = [masker.torch_mask_tokens(torch.tensor(ids, dtype=torch.long)) for ids in batch["input_ids"]]
+        return {"input_ids": [ids.tolist() for ids, _ in rows], "labels": [labels.tolist() for _, labels in rows]}
+
+    return dataset.map(mask, batched=True, with_indices=True, new_fingerprint=fingerprint,
+                       desc="fixed validation masks")
+
+
 @dataclass
 class DataCollatorForClassification:
     """Pads `input_ids` (and `pair_input_ids`) on the right and stacks `labels`."""
@@ -81,4 +109,4 @@ class DataCollatorForClassification:
         return batch
 
 
-__all__ = ["DataCollatorForSpt", "DataCollatorForClassification"]
+__all__ = ["DataCollatorForSpt", "DataCollatorForClassification", "fixed_masking"]

@@ -7,7 +7,7 @@ from datasets import Dataset, concatenate_datasets
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
 from ..errors import UserInputError
-from .collators import DataCollatorForSpt
+from .collators import DataCollatorForSpt, fixed_masking
 from .losses import TOKEN_WEIGHTING, inverse_frequency_token_weights, weighted_token_loss
 from .model_card import ModelCardMixin
 from .arguments import PretrainArguments
@@ -25,7 +25,9 @@ class PretrainTrainer(ModelCardMixin, Trainer):
     """`Trainer` for masked-token self-pretraining.
 
     Drops label columns from the datasets and builds a `DataCollatorForSpt` from the arguments'
-    masking options unless a collator is given. On CPU it flushes denormals to zero
+    masking options unless a collator is given. With that collator the validation set is masked
+    once (`fixed_masking`, seeded by `args.seed`), so every evaluation, resumed runs' included,
+    scores the same masked tokens and the best checkpoint is chosen on a fixed target. On CPU it flushes denormals to zero
     (`args.flush_denormal`; README, Performance).
     """
 
@@ -51,6 +53,9 @@ class PretrainTrainer(ModelCardMixin, Trainer):
                 mask_replace_prob=args.mask_replace_prob,
                 random_replace_prob=args.random_replace_prob,
             )
+        if eval_dataset is not None and isinstance(data_collator, DataCollatorForSpt):
+            with args.main_process_first(desc="fixed validation masks"):
+                eval_dataset = fixed_masking(eval_dataset, data_collator, args.seed)
         if args.flush_denormal and args.device.type == "cpu":
             torch.set_flush_denormal(True)
         super().__init__(
