@@ -16,12 +16,12 @@ and PNGs into --output_dir.
 from __future__ import annotations
 
 import json
-import sys
 
 from transformers import HfArgumentParser
 
 from hf_spt.analysis.report import AnalysisArguments, analyse_models
 from hf_spt.experiments.arguments import DataArguments
+from hf_spt.experiments.cli import run_cli
 from hf_spt.experiments.pipeline import prepare_task
 
 
@@ -43,4 +43,4 @@ def main(data_args: DataArguments, args: AnalysisArguments) -> dict:
 
 
 if __name__ == "__main__":
-    main(*parse_arguments(sys.argv[1:]))
+    run_cli(lambda argv: main(*parse_arguments(argv)))

@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from huggingface_hub import constants, try_to_load_from_cache
+from safetensors import safe_open
 from transformers.trainer_utils import get_last_checkpoint
 
 from ..errors import MissingInputError, UserInputError
@@ -55,6 +56,33 @@ def resolve_model_folder(path: str | Path) -> Path:
     )
 
 
+def check_weights_readable(folder: str | Path) -> None:
+    """Open the safetensors header of every weight file of a model folder; a corrupt or truncated one is
+    a user error naming the file and the fix (not a deserialisation traceback mid-run)."""
+    folder = Path(folder)
+    if (folder / SHARDED_INDEX_NAME).is_file():
+        names = sorted(set(json.loads((folder / SHARDED_INDEX_NAME).read_text())["weight_map"].values()))
+    else:
+        names = [WEIGHTS_NAME] if (folder / WEIGHTS_NAME).is_file() else []
+    for name in names:
+        try:
+            with safe_open(str(folder / name), framework="pt"):
+                pass
+        except Exception as error:  # safetensors raises its own error types for every kind of damage
+            raise UserInputError(
+                f"{folder / name} is corrupt or truncated ({error}); the run that wrote it was probably interrupted. "
+                f"Re-run the phase that wrote {folder} (delete its phase.json and model files first), or copy the "
+                "model again."
+            ) from None
+
+
+def _looks_like_folder(name: str) -> bool:
+    """A name that can only be a path (not a Hub id `name` or `owner/name`), or one whose parent folder exists."""
+    parent = Path(name).parent
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or os.sep != "/" and os.sep in name or (
+        parent != Path(".") and parent.is_dir())
+
+
 class HubNotReadyError(UserInputError, RuntimeError):
     """The Hub cannot be used for what the run asked (offline, no token, unreachable, no repo id): a user error."""
 
@@ -87,6 +115,9 @@ def check_model_source(name_or_path: str) -> None:
     """A model source is a local folder, a cached Hub model, or a Hub id that needs the Hub: fail early offline."""
     if Path(name_or_path).exists() or _cached(name_or_path):
         return
+    if _looks_like_folder(name_or_path):
+        raise MissingInputError(f"No such folder: {name_or_path}. Pass a folder written by save_pretrained or "
+                                "run_spt.py (e.g. OUTPUT_DIR/pretrain), or fix the path.")
     if hub_offline():
         raise HubNotReadyError(
             f"{name_or_path!r} is not a local folder, and HF_HUB_OFFLINE is set so it cannot be fetched from the "
@@ -100,4 +131,4 @@ def check_model_source(name_or_path: str) -> None:
 
 
 __all__ = ["WEIGHTS_NAME", "SHARDED_INDEX_NAME", "CONFIG_NAME", "is_model_folder", "resolve_model_folder",
-           "HubNotReadyError", "hub_offline", "endpoint_reachable", "check_model_source"]
+           "check_weights_readable", "HubNotReadyError", "hub_offline", "endpoint_reachable", "check_model_source"]

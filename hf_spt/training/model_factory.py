@@ -28,7 +28,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING, 
 
 from ..errors import UserInputError
 from ..models.backbone_classifier import BackboneClassifierConfig, BackboneForSequenceClassification
-from .checkpoints import check_model_source, resolve_model_folder
+from .checkpoints import check_model_source, check_weights_readable, resolve_model_folder
 from ..models.configuration_spt import SptConfig
 from ..models.modeling_spt import SptForMaskedLM, SptForSequenceClassification
 
@@ -44,7 +44,9 @@ def is_decoder_only(config: PreTrainedConfig) -> bool:
 def _source(init_from: str | Path) -> str:
     """A local checkpoint folder (or Trainer output folder), else a Hub id checked for reachability."""
     if Path(init_from).exists():
-        return str(resolve_model_folder(init_from))
+        folder = resolve_model_folder(init_from)
+        check_weights_readable(folder)
+        return str(folder)
     check_model_source(str(init_from))
     return str(init_from)
 
