@@ -182,7 +182,8 @@ def pretrain(
     card = phase_card_data(task, config, exp, "pretrain", args, init_from, spt_epochs=trainer.state.epoch,
                            extra_training={"token_weighting": exp.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
-                                     "epochs": trainer.state.epoch, "seconds": clock.seconds()}, card)
+                                     "epochs": trainer.state.epoch, "seconds": clock.seconds(),
+                                     "pretraining_data": card.pretraining_data}, card)
 
 
 def finetune(
@@ -232,7 +233,8 @@ def finetune(
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
     card = phase_card_data(task, config, exp, arm, args, init_from, spt_epochs=(source_phase or {}).get("epochs"),
-                           extra_training={"class_weights": exp.class_weights}, init_parts=init_parts, freeze=freeze)
+                           extra_training={"class_weights": exp.class_weights}, init_parts=init_parts, freeze=freeze,
+                           pretraining_data=(source_phase or {}).get("pretraining_data"))
     return _finish(trainer, folder, result, card)
 
 
