@@ -89,10 +89,10 @@ def test_resumed_phase_counts_the_seconds_of_every_session(tmp_path):
     scratch_run(tmp_path)
     state_file = tmp_path / "scratch" / "checkpoint-3" / "trainer_state.json"
     state = json.loads(state_file.read_text())
-    saved = state["stateful_callbacks"]["ElapsedTime"]["attributes"]["seconds"]
+    saved = state["stateful_callbacks"]["ElapsedTime"]["attributes"]["earlier_seconds"]
     assert saved > 0
     interrupt(tmp_path)
-    state["stateful_callbacks"]["ElapsedTime"]["attributes"]["seconds"] = 1000.0  # a long first session
+    state["stateful_callbacks"]["ElapsedTime"]["attributes"]["earlier_seconds"] = 1000.0  # a long first session
     state_file.write_text(json.dumps(state))
     result = scratch_run(tmp_path, epochs=2)
     assert 1000 < result["arms"][0]["seconds"] < 1000 + 120  # before: the last session's few seconds only

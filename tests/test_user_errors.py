@@ -56,6 +56,9 @@ def test_non_utf8_bytes_name_file_and_line(tmp_path):
     (tmp_path / "train.csv").write_bytes(b"text,label\nhello,a\nworld,b\ncaf\xe9,a\nagain,b\n")
     with pytest.raises(DataFormatError, match=r"train.csv, line 4: byte 0xe9 is not UTF-8"):
         load_task("custom", train_file=str(tmp_path / "train.csv"), cache_dir=str(tmp_path / "cache"))
+    (tmp_path / "train.jsonl").write_bytes(b'{"text": "a", "label": 0}\n{"text": "caf\xe9", "label": 1}\n')
+    with pytest.raises(DataFormatError, match=r"train.jsonl, line 2: byte 0xe9 is not UTF-8"):
+        load_task("custom", train_file=str(tmp_path / "train.jsonl"), cache_dir=str(tmp_path / "cache"))
     folder = tmp_path / "listops"
     folder.mkdir()
     for split in ("train", "val", "test"):

@@ -200,7 +200,9 @@ class ElapsedTime(TrainerCallback, ExportableState):
         return self.earlier_seconds + time.perf_counter() - self.start
 
     def state(self) -> dict[str, Any]:
-        return {"args": {}, "attributes": {"seconds": self.seconds()}}
+        """Saved with a checkpoint; restoring it (the Trainer's `restore_callback_states_from_checkpoint`)
+        gives a clock that starts then from the seconds spent up to that checkpoint."""
+        return {"args": {}, "attributes": {"earlier_seconds": self.seconds()}}
 
     @classmethod
     def from_checkpoint(cls, checkpoint: Path | None) -> ElapsedTime:
@@ -209,7 +211,7 @@ class ElapsedTime(TrainerCallback, ExportableState):
         state = ((saved or {}).get("stateful_callbacks") or {}).get(cls.__name__) or {}
         if isinstance(state, list):
             state = state[-1] if state else {}
-        return cls(float(state.get("attributes", {}).get("seconds", 0.0)))
+        return cls(float(state.get("attributes", {}).get("earlier_seconds", 0.0)))
 
 
 __all__ = ["LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",

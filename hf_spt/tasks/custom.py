@@ -42,12 +42,13 @@ def read_files(files: dict[str, str], cache_dir: str | None) -> DatasetDict:
     options = {"delimiter": "\t"} if suffix == ".tsv" else {}
     data = DatasetDict()
     for split, path in paths.items():
+        # text files are checked first: the JSON reader stores invalid UTF-8 silently and fails later
+        if suffix != ".parquet" and (not_utf8 := utf8_error(path)) is not None:
+            raise not_utf8
         try:
             data[split] = load_dataset(BUILDERS[suffix], data_files=str(path), split="train", cache_dir=cache_dir,
                                        **options)
         except DatasetGenerationError as error:
-            if isinstance(error.__cause__, UnicodeDecodeError) and (not_utf8 := utf8_error(path)) is not None:
-                raise not_utf8 from None
             raise DataFormatError(f"Could not read {path}: {error.__cause__ or error}") from None
         except ValueError as error:
             if "corresponds to no data" not in str(error):
