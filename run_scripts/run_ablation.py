@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 import torch
 from transformers import HfArgumentParser
 
+from hf_spt.errors import UserInputError
 from hf_spt.experiments.ablation import load_grid, run_grid
 from hf_spt.experiments.ablation_report import RESULTS_MD_NAME
+from hf_spt.experiments.cli import run_cli
 
 DEFAULT_GRID_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ablation_default.yaml")
 
@@ -49,7 +51,7 @@ def main(args: AblationArguments) -> None:
         wanted = args.arms.split(",")
         unknown = sorted(set(wanted) - {arm.name for arm in grid.arms})
         if unknown:
-            raise ValueError(f"--arms {unknown} not in {args.grid_file}; its arms: {[a.name for a in grid.arms]}.")
+            raise UserInputError(f"--arms {unknown} not in {args.grid_file}; its arms: {[a.name for a in grid.arms]}.")
         grid.arms = [arm for arm in grid.arms if arm.name in wanted]
     if args.seeds is not None:
         grid.seeds = [int(seed) for seed in args.seeds.split(",")]
@@ -61,5 +63,4 @@ def main(args: AblationArguments) -> None:
 
 
 if __name__ == "__main__":
-    (ablation_args,) = HfArgumentParser(AblationArguments).parse_args_into_dataclasses()
-    main(ablation_args)
+    run_cli(lambda argv: main(*HfArgumentParser(AblationArguments).parse_args_into_dataclasses(args=argv)))

@@ -21,12 +21,11 @@ both values. Writes report.md, report.json and PNGs into --output_dir (default R
 
 from __future__ import annotations
 
-import sys
-
 from transformers import HfArgumentParser
 
 from hf_spt.experiments.analysis_run import AnalysisArguments, analyse, report_folder
 from hf_spt.experiments.arguments import DataArguments
+from hf_spt.experiments.cli import run_cli
 
 
 def parse_arguments(argv: list[str]) -> tuple[DataArguments, AnalysisArguments, set[str]]:
@@ -43,4 +42,4 @@ def main(data_args: DataArguments, args: AnalysisArguments, given: set[str] | No
 
 
 if __name__ == "__main__":
-    main(*parse_arguments(sys.argv[1:]))
+    run_cli(lambda argv: main(*parse_arguments(argv)))

@@ -24,11 +24,11 @@ Usage:
 from __future__ import annotations
 
 import json
-import sys
 
 from transformers import HfArgumentParser
 
 from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
+from hf_spt.experiments.cli import run_cli
 from hf_spt.experiments.pipeline import results_table, run_experiment
 from hf_spt.experiments.recipes import recipe_defaults
 from hf_spt.tasks import list_tasks
@@ -70,4 +70,4 @@ def main(data_args: DataArguments, model_args: ModelArguments, exp_args: Experim
 
 
 if __name__ == "__main__":
-    main(*parse_arguments(sys.argv[1:]))
+    run_cli(lambda argv: main(*parse_arguments(argv)))

@@ -60,8 +60,15 @@ def test_from_a_local_pretrained_folder(tmp_path, model_type, objective, pooling
     _check_run(tmp_path / "run", model_type, pooling)
     scratch_card = ModelCard.load(tmp_path / "run" / "scratch" / "README.md")
     assert scratch_card.data.spt["init_from"] == str(tmp_path / "pretrained")
-    classifier = AutoModelForSequenceClassification.from_pretrained(tmp_path / "run" / "scratch")
-    assert classifier.backbone.get_input_embeddings().weight.shape == saved.get_input_embeddings().weight.shape
+    # the fine-tuned backbone is the saved one after a few small steps, far closer to it than a random init
+    saved_state = saved.base_model.state_dict()
+    random_state = type(saved.base_model)(saved.config).state_dict()
+    for arm in ("scratch", "spt"):
+        tuned_state = AutoModelForSequenceClassification.from_pretrained(tmp_path / "run" / arm).backbone.state_dict()
+        assert set(saved_state) <= set(tuned_state), arm
+        moved = sum((tuned_state[k].float() - saved_state[k].float()).norm() ** 2 for k in saved_state) ** 0.5
+        random = sum((random_state[k].float() - saved_state[k].float()).norm() ** 2 for k in saved_state) ** 0.5
+        assert moved < 0.25 * random, f"{arm}: {moved:.3f} from the saved weights, a random init {random:.3f}"
 
 
 def test_pretrained_backbone_weights_are_loaded(tmp_path):

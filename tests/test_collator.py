@@ -76,3 +76,32 @@ def test_classification_collator_outputs_are_unchanged():
     assert regression["labels"].dtype == torch.float and regression["labels"].tolist() == [0.5, 2.0]
     multi = DataCollatorForClassification(tokenizer)([{"input_ids": [4], "labels": [0, 1]}, {"input_ids": [5], "labels": [1, 1]}])
     assert multi["labels"].dtype == torch.float and multi["input_ids"].tolist() == [[4], [5]]
+
+
+
+def test_labels_inputs_and_replacement_shares_match_the_settings():
+    """65k real tokens, seeded: masked positions carry the original id as label (-100 elsewhere), unmasked
+    inputs are unchanged, and of the masked ones 60% show [MASK], 30% a random real token, 10% themselves."""
+    tokenizer = build_word_tokenizer(SYMBOLS)  # real tokens: ids 4..23
+    generator = torch.Generator().manual_seed(7)
+    original = torch.cat([torch.full((512, 1), tokenizer.cls_token_id), torch.randint(4, 24, (512, 128),
+                                                                                      generator=generator)], dim=1)
+    collator = DataCollatorForSpt(tokenizer, mlm_probability=0.3, mask_replace_prob=0.6, random_replace_prob=0.3,
+                                  seed=0)
+    batch = collator([{"input_ids": row.tolist()} for row in original])
+    inputs, labels = batch["input_ids"], batch["labels"]
+    masked = labels != -100
+    assert torch.equal(labels[masked], original[masked]) and (labels[~masked] == -100).all()
+    assert torch.equal(inputs[~masked], original[~masked]), "unmasked tokens are never changed"
+    assert not masked[:, 0].any(), "[CLS] is never masked"
+    real = original[:, 1:].numel()
+    assert abs(masked.sum() / real - 0.3) < 0.01
+    shown = inputs[masked]
+    as_mask = (shown == tokenizer.mask_token_id).float().mean()
+    kept = (shown == original[masked]).float().mean()
+    other = 1 - as_mask - kept
+    # a random replacement equals the original token with probability 1/20
+    assert abs(as_mask - 0.6) < 0.015 and abs(other - 0.3 * 19 / 20) < 0.015 and abs(kept - (0.1 + 0.3 / 20)) < 0.015
+    replaced = shown[(shown != tokenizer.mask_token_id) & (shown != original[masked])]
+    counts = torch.bincount(replaced, minlength=24)
+    assert counts[:4].sum() == 0 and (counts[4:] > 0.7 * counts[4:].float().mean()).all(), "uniform over real tokens"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 
 import pytest
@@ -9,8 +10,8 @@ from tiny_backbone_runs import tiny_arguments
 
 import hf_spt.experiments.hub as hub
 from hf_spt.experiments.hub import check_hub_ready
-from hf_spt.training.checkpoints import HubNotReadyError
 from hf_spt.experiments.pipeline import run_experiment
+from hf_spt.training.checkpoints import HubNotReadyError
 
 
 def test_offline_push_fails_fast_before_training(tmp_path, monkeypatch):
@@ -30,6 +31,21 @@ def test_push_needs_a_repo_id_and_a_token(monkeypatch):
     monkeypatch.setattr(hub, "get_token", lambda: None)
     with pytest.raises(HubNotReadyError, match="hf auth login"):
         check_hub_ready("me/markov")
+
+
+def test_hub_that_accepts_and_never_answers_fails_within_the_timeout(monkeypatch):
+    monkeypatch.setattr(hub, "is_offline_mode", lambda: False)
+    monkeypatch.setattr(hub, "get_token", lambda: "hf_fake")
+    monkeypatch.setattr(hub.constants, "HF_HUB_OFFLINE", False)  # the request must really go out
+    with socket.socket() as server:  # listens (the kernel accepts connections) but never reads nor answers
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        monkeypatch.setattr(hub.constants, "ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
+        start = time.perf_counter()
+        with pytest.raises(HubNotReadyError, match="did not answer within 1 s"):
+            check_hub_ready("me/markov", timeout=1.0)  # before: waited forever for the whoami answer
+        elapsed = time.perf_counter() - start
+    assert elapsed < 5, f"took {elapsed:.1f} s with a 1 s timeout"
 
 
 def test_unreachable_hub_fails_within_the_timeout(monkeypatch):

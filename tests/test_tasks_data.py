@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from task_files import (SHORT_LISTOPS, write_aan, write_custom_csv, write_image_folder, write_imdb, write_listops,
                         write_pathfinder_release)
@@ -12,7 +13,7 @@ from hf_spt.tasks import load_task
 from hf_spt.tasks.common import DataFormatError
 from hf_spt.tasks.listops import evaluate_listops, strip_parentheses
 from hf_spt.tasks.listops_generator import generate_listops, generate_listops_example
-from hf_spt.tasks.pathfinder_generator import generate_pathfinder
+from hf_spt.tasks.pathfinder_generator import generate_pathfinder, pathfinder_drawings
 
 SPLITS = ("train", "validation", "test")
 
@@ -138,10 +139,25 @@ def test_pathfinder_loads_released_layout_and_generates(tmp_path):
     assert len(pathx.dataset["train"][0]["input_ids"]) == 128 * 128 and pathx.preset.max_length == 16384
 
 
-def test_pathfinder_marks_connected_ends_on_one_path():
-    images, labels = generate_pathfinder(20, seed=3, image_size=32)
-    assert images.shape == (20, 32, 32) and labels.sum() == 10
-    assert (images.reshape(20, -1) > 0).mean(axis=1).min() > 0.05  # paths were drawn
+def _same_points(a, b) -> bool:
+    return {tuple(p) for p in np.round(a, 6)} == {tuple(p) for p in np.round(b, 6)}
+
+
+@pytest.mark.parametrize("image_size", [32, 64])
+def test_pathfinder_label_is_1_exactly_when_the_marked_points_are_the_ends_of_one_path(image_size):
+    drawings = list(pathfinder_drawings(60, seed=3, image_size=image_size))
+    for k, drawing in enumerate(drawings):
+        for path, ends in zip(drawing.paths, drawing.ends):  # the ends are the drawn path's first and last points
+            np.testing.assert_allclose(ends, path[[0, -1]])
+        one_path = any(_same_points(drawing.marked, ends) for ends in drawing.ends)
+        one_end_of_each = all(any(_same_points([point], [end]) for point in drawing.marked for end in ends)
+                              for ends in drawing.ends)
+        assert drawing.label == int(one_path), f"image {k}: label {drawing.label}, marked on one path: {one_path}"
+        assert drawing.label == 1 or one_end_of_each, f"image {k}: a negative marks one end of each path"
+        x, y = np.rint(drawing.marked).astype(int).T
+        assert (drawing.image[y, x] == 255).all(), f"image {k}: the marked discs are painted"
+    images, labels = generate_pathfinder(60, seed=3, image_size=image_size)
+    assert (labels == [d.label for d in drawings]).all() and (images == np.stack([d.image for d in drawings])).all()
 
 
 def test_custom_csv_with_string_labels(tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from huggingface_hub import ModelCard
 from task_files import (SHORT_LISTOPS, write_aan, write_custom_csv, write_image_folder, write_imdb, write_listops,
                         write_pathfinder_release)
 
@@ -58,10 +59,18 @@ def test_spt_then_finetune_runs_on_every_task(tmp_path, name):
 def test_generated_pathfinder_pretrains_the_image_task(tmp_path):
     data_args = DataArguments(task="image", data_dir=str(write_image_folder(tmp_path / "images")),
                               task_options={"image_size": 32}, pretrain_task="pathfinder",
-                              pretrain_task_options={"num_images": 16, "cache_dir": str(tmp_path / "cache")})
-    results = run_experiment(data_args, ModelArguments(**TINY_MODEL), tiny_experiment(tmp_path / "run", mode="spt"))
+                              pretrain_task_options={"num_images": 48, "cache_dir": str(tmp_path / "cache")})
+    results = run_experiment(data_args, ModelArguments(**TINY_MODEL), tiny_experiment(tmp_path / "run"))
+    pathfinder_rows = len(prepare_pretrain_task(data_args, prepare_task(data_args, 0), 0).dataset["train"])
+    image_rows = len(prepare_task(data_args, 0).dataset["train"])
+    steps = {rows: -(-rows // 8) for rows in (pathfinder_rows, image_rows)}  # one epoch of batch 8
+    assert steps[pathfinder_rows] != steps[image_rows], "the two data sets must give different step counts"
     pretrain_log = json.loads((tmp_path / "run" / "pretrain" / "log_history.json").read_text())
-    assert results["pretrain"]["eval_loss"] > 0 and pretrain_log[-1]["step"] == 2  # 16 * 0.8 images / batch 8
+    assert results["pretrain"]["eval_loss"] > 0 and pretrain_log[-1]["step"] == steps[pathfinder_rows]
+    expected = f"the training inputs of task pathfinder ({pathfinder_rows} rows, labels unused)"
+    for phase in ("pretrain", "spt"):  # the fine-tuned model's card names the data its SPT read, not its own task's
+        card = ModelCard.load(tmp_path / "run" / phase / "README.md")
+        assert card.data.spt["pretraining_data"] == expected, phase
 
 
 def test_cross_task_spt_with_another_vocabulary_fails_clearly(tmp_path):

@@ -45,6 +45,7 @@ from .ablation_report import write_report
 from .arguments import DataArguments, ExperimentArguments, ModelArguments
 from .model_config import build_config
 from .pipeline import PHASE_RESULT_NAME, finetune, prepare_task, pretrain
+from .run_folder import locks_output_dir, read_json, write_json
 
 CELLS_DIR = "cells"
 PRETRAIN_DIR = "pretrain"
@@ -239,6 +240,7 @@ def _run_unit(grid: Grid, kind: str, unit: PretrainJob | Cell, isolate: bool, de
     subprocess.run([sys.executable, "-m", "hf_spt.experiments.ablation", payload], env=env, check=True)
 
 
+@locks_output_dir(lambda grid: grid.output_dir)  # rank 0 holds it; the cells' child processes take none
 def run_grid(grid: Grid) -> list[dict[str, Any]]:
     """Run every unfinished SPT job and cell of `grid`, then (main process) write the report; return the rows."""
     # Without a GPU the launcher's ranks only form a (gloo) group when PartialState is told cpu=True.
@@ -247,11 +249,10 @@ def run_grid(grid: Grid) -> list[dict[str, Any]]:
     isolate = state.num_processes > 1
     device_index = state.local_process_index if state.device.type == "cuda" else None
     if state.is_main_process:
-        Path(grid.output_dir).mkdir(parents=True, exist_ok=True)
-        (Path(grid.output_dir) / GRID_RECORD_NAME).write_text(json.dumps(asdict(grid), indent=1))
-    todo_cells = [c for c in cells(grid) if not (c.folder(grid) / PHASE_RESULT_NAME).is_file()]
+        write_json(Path(grid.output_dir) / GRID_RECORD_NAME, asdict(grid))
+    todo_cells = [c for c in cells(grid) if read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
     jobs = sorted({job for c in todo_cells if (job := pretrain_job(grid, c)) is not None}, key=str)
-    jobs = [job for job in jobs if not (job.folder(grid) / PHASE_RESULT_NAME).is_file()]
+    jobs = [job for job in jobs if read_json(job.folder(grid) / PHASE_RESULT_NAME) is None]
     with state.split_between_processes(jobs) as mine:
         for job in mine:
             _run_unit(grid, "pretrain", job, isolate, device_index)
@@ -270,10 +271,9 @@ def collect_rows(grid: Grid) -> list[dict[str, Any]]:
     """One row per finished cell: its settings and scores."""
     rows = []
     for cell in cells(grid):
-        result_file = cell.folder(grid) / PHASE_RESULT_NAME
-        if not result_file.is_file():
+        result = read_json(cell.folder(grid) / PHASE_RESULT_NAME)
+        if result is None:
             continue
-        result = json.loads(result_file.read_text())
         arm = _arm(grid, cell.arm)
         job = pretrain_job(grid, cell)
         rows.append({"task": cell.task, "arm": cell.arm, "seed": cell.seed,

@@ -8,11 +8,13 @@ scratch that the arm recovers: (arm - scratch) / (spt - scratch), from the seed 
 from __future__ import annotations
 
 import csv
+import io
 import statistics
 from pathlib import Path
 from typing import Any
 
 from ..analysis.plotting import saved_figure
+from .run_folder import write_text
 
 RESULTS_CSV_NAME = "results.csv"
 RESULTS_MD_NAME = "results.md"
@@ -77,12 +79,13 @@ def write_report(rows: list[dict[str, Any]], output_dir: Path) -> None:
     """Write results.csv, results.md and (when there are scores) results.png into `output_dir`."""
     output_dir.mkdir(parents=True, exist_ok=True)
     if rows:
-        with open(output_dir / RESULTS_CSV_NAME, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        table = io.StringIO(newline="")
+        writer = csv.DictWriter(table, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+        write_text(output_dir / RESULTS_CSV_NAME, table.getvalue())
     summary = summarize(rows)
-    (output_dir / RESULTS_MD_NAME).write_text(markdown_table(summary))
+    write_text(output_dir / RESULTS_MD_NAME, markdown_table(summary))
     if summary:
         bar_plot(summary, output_dir / RESULTS_PLOT_NAME)
 

@@ -28,13 +28,16 @@ def phase_card_data(
     extra_training: dict[str, Any] | None = None,
     init_parts: str | None = None,
     freeze: str | None = None,
+    pretraining_data: str | None = None,
 ) -> SptModelCardData:
     """Card data of one pipeline phase (metrics are filled in when the phase ends).
 
     `phase` is "pretrain" or a fine-tuning arm; `init_from` the weights it started from;
     `spt_epochs` the epochs the SPT phase behind these weights ran (None: no SPT, or unknown).
     `init_parts`: only these parts came from `init_from` (hybrid init; None: all but the head);
-    `freeze`: parts kept at their initial values.
+    `freeze`: parts kept at their initial values. `pretraining_data`: what the SPT phase behind
+    `init_from` read, as its phase.json recorded it (cross-task SPT: another task's inputs); None:
+    this phase's task.
     """
     backbone = getattr(config, "backbone", None) or config
     had_spt = phase in ("pretrain", "spt") or spt_epochs is not None
@@ -50,8 +53,8 @@ def phase_card_data(
         objective=objective,
         init_from=init,
         base_model=init if init and not Path(init).exists() else None,
-        pretraining_data=f"the training inputs of task {task.name} ({len(task.dataset['train'])} rows, labels unused)"
-        if had_spt else None,
+        pretraining_data=(pretraining_data or f"the training inputs of task {task.name} ({len(task.dataset['train'])} "
+                          "rows, labels unused)") if had_spt else None,
         pretraining_task=PRETRAINING_TASKS[objective] if objective else None,
         spt_epochs=spt_epochs if had_spt else None,
         mlm_probability=(exp.mlm_probability or task.preset.mlm_probability) if objective == "masked" else None,

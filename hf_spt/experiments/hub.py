@@ -10,7 +10,8 @@ HTTP session with a timeout, as `whoami` alone would wait without one.
 
 from __future__ import annotations
 
-from huggingface_hub import HfApi, constants, get_session, get_token, is_offline_mode
+from huggingface_hub import constants, get_session, get_token, is_offline_mode
+from huggingface_hub.utils import build_hf_headers, hf_raise_for_status
 
 from ..training.checkpoints import HubNotReadyError
 
@@ -54,9 +55,17 @@ def check_hub_ready(hub_model_id: str | None, timeout: float = REACHABILITY_TIME
             f"--push_to_hub: the Hub at {constants.ENDPOINT} did not answer within {timeout:.0f} s (no network?). "
             "Drop --push_to_hub to train offline, and push the saved folders later with `hf upload`."
         )
-    try:
-        return HfApi().whoami(token=token)["name"]
+    try:  # HfApi.whoami has no timeout: an endpoint that accepts and never answers would hang the run
+        response = get_session().get(f"{constants.ENDPOINT}/api/whoami-v2", headers=build_hf_headers(token=token),
+                                     timeout=timeout)
+        hf_raise_for_status(response)
+        return response.json()["name"]
     except Exception as error:  # any refusal (401, 403, network) means the push would fail too
+        if "timeout" in type(error).__name__.lower():
+            raise HubNotReadyError(
+                f"--push_to_hub: the Hub at {constants.ENDPOINT} did not answer within {timeout:.0f} s. Drop "
+                "--push_to_hub to train offline, and push the saved folders later with `hf upload`."
+            ) from None
         raise HubNotReadyError(f"--push_to_hub: the Hub refused the token ({error}). Run `hf auth login` again.") from error
 
 

@@ -11,15 +11,12 @@ and resumes the others from their last checkpoint, so an interrupted run loses a
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from accelerate import PartialState
 from transformers import set_seed
-from transformers.trainer_utils import get_last_checkpoint
 
 from ..analysis.callback import ProximityCallback
 from ..models.backbone_classifier import BackboneClassifierConfig
@@ -36,6 +33,7 @@ from .arguments import DataArguments, ExperimentArguments, ModelArguments
 from .card_provenance import phase_card_data
 from .hub import check_hub_ready
 from .model_config import build_config, starting_weights
+from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json, write_text
 
 PHASE_RESULT_NAME = "phase.json"
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")
@@ -130,14 +128,18 @@ def _attach_probes(trainer, task: Task, exp: ExperimentArguments) -> None:
 
 
 def _finished(folder: Path) -> dict[str, Any] | None:
-    result = folder / PHASE_RESULT_NAME
-    return json.loads(result.read_text()) if result.is_file() else None
+    """The phase's result; None when it has none yet or an unreadable one (then the phase runs again)."""
+    return read_json(folder / PHASE_RESULT_NAME)
 
 
-def _train(trainer, folder: Path) -> None:
-    """Train, resuming from the folder's last checkpoint if an earlier run was interrupted."""
-    last = get_last_checkpoint(str(folder)) if folder.is_dir() else None
-    trainer.train(resume_from_checkpoint=last)
+def _train(trainer, folder: Path) -> ElapsedTime:
+    """Train, resuming from the folder's newest complete checkpoint if an earlier run was interrupted;
+    returns the phase's clock, which counts the earlier sessions too."""
+    checkpoint = resume_checkpoint(folder)
+    clock = ElapsedTime.from_checkpoint(checkpoint)
+    trainer.add_callback(clock)
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    return clock
 
 
 def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardData | None = None) -> dict[str, Any]:
@@ -145,10 +147,10 @@ def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardDat
         trainer.model_card_data = replace(card, metrics={k: v for k, v in result.items() if isinstance(v, float)})
     trainer.save_model(str(folder))
     if trainer.is_world_process_zero():
-        (folder / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
+        write_json(folder / "log_history.json", trainer.state.log_history)
         if card is not None:
             trainer.create_model_card()
-        (folder / PHASE_RESULT_NAME).write_text(json.dumps(result, indent=1))
+        write_json(folder / PHASE_RESULT_NAME, result)
     return result
 
 
@@ -175,13 +177,13 @@ def pretrain(
         data_collator=pretraining_collator(task.tokenizer, exp.spt_objective),
     )
     _attach_probes(trainer, task, exp)
-    start = time.perf_counter()
-    _train(trainer, folder)
+    clock = _train(trainer, folder)
     metrics = trainer.evaluate()
     card = phase_card_data(task, config, exp, "pretrain", args, init_from, spt_epochs=trainer.state.epoch,
                            extra_training={"token_weighting": exp.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
-                                     "epochs": trainer.state.epoch, "seconds": time.perf_counter() - start}, card)
+                                     "epochs": trainer.state.epoch, "seconds": clock.seconds(),
+                                     "pretraining_data": card.pretraining_data}, card)
 
 
 def finetune(
@@ -223,16 +225,16 @@ def finetune(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
     )
     _attach_probes(trainer, task, exp)
-    start = time.perf_counter()
-    _train(trainer, folder)
+    clock = _train(trainer, folder)
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
     result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
-              "freeze": freeze, "seconds": time.perf_counter() - start}
+              "freeze": freeze, "seconds": clock.seconds()}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
     card = phase_card_data(task, config, exp, arm, args, init_from, spt_epochs=(source_phase or {}).get("epochs"),
-                           extra_training={"class_weights": exp.class_weights}, init_parts=init_parts, freeze=freeze)
+                           extra_training={"class_weights": exp.class_weights}, init_parts=init_parts, freeze=freeze,
+                           pretraining_data=(source_phase or {}).get("pretraining_data"))
     return _finish(trainer, folder, result, card)
 
 
@@ -250,11 +252,11 @@ def results_table(task_name: str, arms: list[dict[str, Any]]) -> str:
 def write_results(output_dir: Path, task_name: str, arms: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     """`results.json` ({"task", "arms": [...]}, plus run settings) and the same table as `results.md`."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "results.json").write_text(json.dumps({"task": task_name, "arms": arms, **extra}, indent=1))
-    (output_dir / "results.md").write_text(results_table(task_name, arms))
+    write_json(output_dir / "results.json", {"task": task_name, "arms": arms, **extra})
+    write_text(output_dir / "results.md", results_table(task_name, arms))
 
 
-
+@locks_output_dir(lambda data_args, model_args, exp: exp.output_dir)
 def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments) -> dict[str, Any]:
     """Run the phases `exp.mode` asks for and return (and write, on the main process) the results."""
     output_dir = Path(exp.output_dir)

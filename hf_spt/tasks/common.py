@@ -18,13 +18,14 @@ from datasets.arrow_writer import SchemaInferenceError
 from datasets.exceptions import DatasetGenerationError
 from huggingface_hub import is_offline_mode
 
+from ..errors import MissingInputError, UserInputError
 from ..models.tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
 
 PIXEL_VALUES = 256
 TOKEN_IDS = List(Value("int32"))
 
 
-class DataFormatError(ValueError):
+class DataFormatError(UserInputError):
     """A data file exists but its content is not what the task expects."""
 
 
@@ -32,8 +33,27 @@ def require_path(path: str | Path, what: str, layout: str, source: str) -> Path:
     """`path` if it exists; otherwise a FileNotFoundError naming it, the expected layout and the data's origin."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{what}: {path} does not exist.\nExpected layout:\n{layout}\nWhere the data come from: {source}")
+        raise MissingInputError(f"{what}: {path} does not exist.\nExpected layout:\n{layout}\nWhere the data come from: {source}")
     return path
+
+
+def utf8_error(path: Path) -> DataFormatError | None:
+    """The error naming the first line of `path` that is not UTF-8 (None: the file is valid UTF-8)."""
+    data = Path(path).read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        return DataFormatError(f"{path}, line {line}: byte 0x{data[error.start]:02x} is not UTF-8 text. Save the file "
+                               "as UTF-8 (e.g. `iconv -f latin1 -t utf-8`), or fix that line.")
+    return None
+
+
+def read_utf8(path: Path) -> str:
+    """The text of `path`; a file that is not UTF-8 raises a DataFormatError naming the line."""
+    if (error := utf8_error(path)) is not None:
+        raise error
+    return Path(path).read_text(encoding="utf-8")
 
 
 def file_fingerprint(path: Path) -> str:
@@ -51,6 +71,8 @@ def rows_to_dataset(read: Callable[..., Iterator[dict[str, Any]]], path: Path, c
     except DatasetGenerationError as error:  # unwrap our own message (file and line) from datasets' wrapper
         if isinstance(error.__cause__, (DataFormatError, FileNotFoundError)):
             raise error.__cause__ from None
+        if isinstance(error.__cause__, UnicodeDecodeError) and (not_utf8 := utf8_error(path)) is not None:
+            raise not_utf8 from None
         if isinstance(error.__cause__, SchemaInferenceError):  # the reader yielded no row
             raise DataFormatError(f"{path} holds no examples (an empty split).") from None
         raise
@@ -87,7 +109,7 @@ def load_saved_dataset(path: Path) -> DatasetDict:
 def carve_validation(train: Dataset, fraction: float, seed: int, stratify_by: str | None = None) -> tuple[Dataset, Dataset]:
     """Split `fraction` of `train` off as validation, shuffled with `seed`."""
     if not 0 < fraction < 1:
-        raise ValueError(f"validation_fraction must be between 0 and 1, got {fraction}.")
+        raise UserInputError(f"validation_fraction must be between 0 and 1, got {fraction}.")
     if len(train) < 2:
         raise DataFormatError(f"Cannot carve a validation split from a train split of {len(train)} example(s).")
     parts = train.train_test_split(test_size=fraction, seed=seed, stratify_by_column=stratify_by)
@@ -133,6 +155,6 @@ def grayscale_pixels(image: Any, size: int) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8)
 
 
-__all__ = ["DataFormatError", "PIXEL_VALUES", "require_path", "file_fingerprint", "rows_to_dataset", "hub_dataset",
+__all__ = ["DataFormatError", "PIXEL_VALUES", "require_path", "utf8_error", "read_utf8", "file_fingerprint", "rows_to_dataset", "hub_dataset",
            "is_saved_dataset", "load_saved_dataset", "carve_validation", "byte_ids", "byte_encode_column", "build_pixel_tokenizer",
            "pixel_ids", "grayscale_pixels"]

@@ -4,7 +4,8 @@ Files as in transformers' run_glue: `train_file` (required unless `data_dir` is 
 DatasetDict), `validation_file`, `test_file`; a missing validation or test split is carved from
 train (`validation_fraction` each, seeded). Columns: `text_column` (and `text_pair_column` for
 pairs, which become a two-tower task) tokenized at byte level, or an `input_ids` column of
-token ids used as is (ids 0-3 are [PAD], [MASK], [CLS], [UNK]); `label_column` holds integer
+token ids used as is (ids 0-3 are [PAD], [MASK], [CLS], [UNK]; every id an integer below
+`vocab_size`, by default below the largest id + 1, at most 65536); `label_column` holds integer
 class ids or strings, which map to ids in sorted order (or the order of `label_names`) and land
 in the model config's id2label.
 """
@@ -12,18 +13,23 @@ in the model config's id2label.
 from __future__ import annotations
 
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from datasets import Dataset, DatasetDict, load_dataset
 from datasets.exceptions import DatasetGenerationError
 
+from ..errors import MissingInputError
 from ..models.tokenization_spt import build_byte_tokenizer, build_word_tokenizer
 from .common import (DataFormatError, carve_validation, is_saved_dataset, load_saved_dataset, require_path,
-                     byte_encode_column)
+                     byte_encode_column, utf8_error)
 from .registry import Task, TaskPreset, register_task
 
 BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 LAYOUT = ("  --train_file FILE [--validation_file FILE] [--test_file FILE] (.csv, .tsv, .json, .jsonl, .parquet; one "
           "example per row),\n  or --data_dir FOLDER saved by DatasetDict.save_to_disk (a 'train' split at least)")
 SOURCE = "your own data."
+MAX_INFERRED_VOCAB = 65536
 
 
 def read_files(files: dict[str, str], cache_dir: str | None) -> DatasetDict:
@@ -36,6 +42,9 @@ def read_files(files: dict[str, str], cache_dir: str | None) -> DatasetDict:
     options = {"delimiter": "\t"} if suffix == ".tsv" else {}
     data = DatasetDict()
     for split, path in paths.items():
+        # text files are checked first: the JSON reader stores invalid UTF-8 silently and fails later
+        if suffix != ".parquet" and (not_utf8 := utf8_error(path)) is not None:
+            raise not_utf8
         try:
             data[split] = load_dataset(BUILDERS[suffix], data_files=str(path), split="train", cache_dir=cache_dir,
                                        **options)
@@ -75,6 +84,43 @@ def encode_labels(data: Dataset, split: str, label_column: str, names: list[str]
                     remove_columns=[label_column] if label_column != "labels" else None, desc=f"labels of {split}")
 
 
+def check_token_ids(data: Dataset, where: str, vocab_size: int | None) -> int:
+    """The largest id of the `input_ids` column; ids that are not integers in [0, vocab) are an error naming the row.
+
+    Without `vocab_size` the vocabulary is the largest id + 1, capped at MAX_INFERRED_VOCAB so that a
+    stray huge id cannot allocate gigabytes of embeddings before anything fails.
+    """
+    column = data.data.column("input_ids").combine_chunks()
+    if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)) or not pa.types.is_integer(
+            column.type.value_type):
+        raise DataFormatError(f"{where}: the input_ids column must hold lists of integer token ids, found {column.type}.")
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DataFormatError(f"{where}, row {row + 1}: input_ids is empty (null).")
+    limit = vocab_size or MAX_INFERRED_VOCAB
+    ids = pc.list_flatten(column).to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero((ids < 0) | (ids >= limit))
+    if bad.size:
+        offsets = column.offsets.to_numpy()
+        row = int(np.searchsorted(offsets, bad[0], side="right") - 1)
+        fix = ("" if vocab_size else " Ids that large need --task_options '{\"vocab_size\": N}' (and a model to match).")
+        raise DataFormatError(f"{where}, row {row + 1}: token id {int(ids[bad[0]])} is outside [0, {limit}): ids 0-3 "
+                              f"are [PAD], [MASK], [CLS], [UNK], the others tokens of your vocabulary.{fix}")
+    return int(ids.max()) if ids.size else 0
+
+
+def check_text_cells(data: Dataset, where: str, columns: list[str]) -> None:
+    """Every cell of the text `columns` holds a string; an empty (null) or non-text cell is an error naming the row."""
+    for name in columns:
+        column = data.data.column(name)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            raise DataFormatError(f"{where}: text column {name!r} must hold text, found {column.type}.")
+        if column.null_count:
+            row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+            raise DataFormatError(f"{where}, column {name!r}, row {row + 1}: the cell is empty; give every example "
+                                  "its text (or drop the row).")
+
+
 @register_task(
     "custom",
     description="Your own classification data: text (or text pairs, or input_ids) and labels (names or ids).",
@@ -90,6 +136,7 @@ def load_custom(
     text_pair_column: str | None = None,
     label_column: str = "label",
     label_names: list[str] | None = None,
+    vocab_size: int | None = None,
     max_length: int | None = None,
     validation_fraction: float = 0.1,
     num_proc: int | None = None,
@@ -99,13 +146,13 @@ def load_custom(
     if data_dir is not None and train_file is None:
         folder = require_path(data_dir, "Custom data folder", LAYOUT, SOURCE)
         if not is_saved_dataset(folder):
-            raise FileNotFoundError(f"{folder} is not a saved DatasetDict (no dataset_dict.json).\nExpected:\n{LAYOUT}")
+            raise MissingInputError(f"{folder} is not a saved DatasetDict (no dataset_dict.json).\nExpected:\n{LAYOUT}")
         data = load_saved_dataset(folder)
     elif train_file is not None:
         files = {"train": train_file, "validation": validation_file, "test": test_file}
         data = read_files({split: path for split, path in files.items() if path is not None}, cache_dir)
     else:
-        raise FileNotFoundError(f"The custom task needs data.\nExpected:\n{LAYOUT}")
+        raise MissingInputError(f"The custom task needs data.\nExpected:\n{LAYOUT}")
     if "train" not in data:
         raise DataFormatError(f"Custom data has no 'train' split (found {list(data)}).")
     for split, split_data in data.items():
@@ -117,6 +164,11 @@ def load_custom(
         if missing:
             raise DataFormatError(f"Custom {split} split has no column(s) {missing}; it has {split_data.column_names}. "
                                   "Name them with --text_column, --text_pair_column, --label_column.")
+        where = files[split] if train_file else f"{data_dir} ({split} split)"
+        if "input_ids" in split_data.column_names:
+            check_token_ids(split_data, where, vocab_size)
+        else:
+            check_text_cells(split_data, where, [c for c in (text_column, text_pair_column) if c])
     names = label_mapping(data["train"], label_column, label_names)
     num_labels = len(names) if names is not None else max(data["train"].unique(label_column)) + 1
     splits = {split: encode_labels(split_data, split, label_column, names, num_labels) for split, split_data in data.items()}
@@ -127,7 +179,7 @@ def load_custom(
     splits["train"] = train
     pretokenized = "input_ids" in train.column_names
     if pretokenized:
-        largest = max(max(max(ids) for ids in data["input_ids"]) for data in splits.values())
+        largest = vocab_size - 1 if vocab_size else max(check_token_ids(data, split, None) for split, data in splits.items())
         tokenizer = build_byte_tokenizer() if largest < 260 else build_word_tokenizer([f"t{i}" for i in range(4, largest + 1)])
     else:
         tokenizer = build_byte_tokenizer()
@@ -152,4 +204,5 @@ def load_custom(
     return Task("custom", dataset, tokenizer, preset, label_names=names, is_pair=bool(text_pair_column))
 
 
-__all__ = ["BUILDERS", "read_files", "label_mapping", "encode_labels", "load_custom"]
+__all__ = ["BUILDERS", "MAX_INFERRED_VOCAB", "read_files", "label_mapping", "encode_labels", "check_token_ids",
+           "check_text_cells", "load_custom"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from datasets import DatasetDict, config
 
+from ..errors import UserInputError
 from ..models.tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
 from .common import DataFormatError, require_path, rows_to_dataset
 from .listops_generator import OPERATORS, SPLIT_FILES, apply_operator, generate_listops, write_listops_tsv
@@ -45,7 +46,7 @@ def evaluate_listops(source: str) -> int:
             stack.append([token])
         elif token == "]":
             if not stack or len(stack[-1]) < 2:
-                raise ValueError(f"']' closes no operator with arguments in {source[:80]!r}...")
+                raise UserInputError(f"']' closes no operator with arguments in {source[:80]!r}...")
             operator, *values = stack.pop()
             value = apply_operator(operator, values)
             if stack:
@@ -54,12 +55,12 @@ def evaluate_listops(source: str) -> int:
                 result = value
         elif token.isdigit() and len(token) == 1:
             if not stack:
-                raise ValueError(f"Digit {token} outside any operator in {source[:80]!r}...")
+                raise UserInputError(f"Digit {token} outside any operator in {source[:80]!r}...")
             stack[-1].append(int(token))
         else:
-            raise ValueError(f"Unknown ListOps token {token!r}.")
+            raise UserInputError(f"Unknown ListOps token {token!r}.")
     if stack or result is None:
-        raise ValueError(f"Unbalanced ListOps expression {source[:80]!r}...")
+        raise UserInputError(f"Unbalanced ListOps expression {source[:80]!r}...")
     return result
 
 

@@ -21,6 +21,8 @@ import random
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from ..errors import UserInputError
+
 OPERATORS = ("[MIN", "[MAX", "[MED", "[SM")
 DIGITS = tuple(str(d) for d in range(10))
 SPLIT_FILES = {"train": "basic_train.tsv", "validation": "basic_val.tsv", "test": "basic_test.tsv"}
@@ -118,7 +120,7 @@ def generate_listops(
     data depend on `seed` only, not on `num_workers` (default: all CPUs, in processes).
     """
     if not min_length < max_length:
-        raise ValueError(f"ListOps needs min_length < max_length, got {min_length} and {max_length}.")
+        raise UserInputError(f"ListOps needs min_length < max_length, got {min_length} and {max_length}.")
     spec = dict(min_length=min_length, max_length=max_length, max_depth=max_depth, max_args=max_args,
                 operator_probability=operator_probability)
     jobs, owners = [], []

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict
 
+from ..errors import MissingInputError
 from .common import (DataFormatError, build_pixel_tokenizer, carve_validation, grayscale_pixels, pixel_ids,
-                     require_path, rows_to_dataset)
+                     read_utf8, require_path, rows_to_dataset)
 from .pathfinder_generator import generate_pathfinder
 from .registry import Task, TaskPreset, register_task
 
@@ -33,7 +34,7 @@ def read_pathfinder_metadata(path: str, fingerprint: str) -> Iterator[dict]:
     root = Path(path)
     metadata_files = sorted((root / "metadata").glob("*.npy"), key=lambda f: (len(f.stem), f.stem))
     for metadata in metadata_files:
-        for line_number, line in enumerate(metadata.read_text().splitlines(), start=1):
+        for line_number, line in enumerate(read_utf8(metadata).splitlines(), start=1):
             fields = line.split()
             if not fields:
                 continue
@@ -44,7 +45,7 @@ def read_pathfinder_metadata(path: str, fingerprint: str) -> Iterator[dict]:
                 raise DataFormatError(f"{metadata}, line {line_number}: unknown label {fields[3]!r}; expected 0 or 1.")
             image = root / fields[0] / fields[1]
             if not image.is_file():
-                raise FileNotFoundError(f"{metadata}, line {line_number}: image {image} does not exist.")
+                raise MissingInputError(f"{metadata}, line {line_number}: image {image} does not exist.")
             yield {"image_path": str(image), "labels": int(fields[3])}
 
 

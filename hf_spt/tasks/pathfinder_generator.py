@@ -15,6 +15,8 @@ giving DATA_DIR/curv_contour_length_14/imgs/<n>/sample_<k>.png and metadata/<n>.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,10 +58,23 @@ def _stamp(canvas: np.ndarray, points: np.ndarray, radius: float) -> None:
     canvas[pixels[:, 1], pixels[:, 0]] = 255
 
 
-def generate_pathfinder_image(
+@dataclass
+class PathfinderDrawing:
+    """One image and what was drawn on it: the two long paths (points in drawing order, (K, 2) as x, y),
+    their end points ((2, 2) each: first and last drawn point), the two marked points and the label."""
+
+    image: np.ndarray
+    paths: list[np.ndarray]
+    ends: list[np.ndarray]
+    marked: np.ndarray
+    label: int
+
+
+def draw_pathfinder(
     rng: np.random.Generator, positive: bool, image_size: int = 32, contour_length: int = 14, num_distractors: int = 2
-) -> np.ndarray:
-    """One (image_size, image_size) uint8 image; `positive` = the two marked discs lie on one path."""
+) -> PathfinderDrawing:
+    """One (image_size, image_size) uint8 image and its geometry; `positive` = the two marked discs are the
+    two ends of one long path (else one end of each)."""
     scale = image_size / 32
     canvas = np.zeros((image_size, image_size), dtype=np.uint8)
     stroke = 0.3 * scale
@@ -71,19 +86,35 @@ def generate_pathfinder_image(
     _stamp(canvas, second, stroke)
     marked = first_ends if positive else np.stack([first_ends[0], second_ends[int(rng.integers(2))]])
     _stamp(canvas, marked, 1.5 * scale)
-    return canvas
+    return PathfinderDrawing(canvas, [first, second], [first_ends, second_ends], marked, int(positive))
+
+
+def generate_pathfinder_image(
+    rng: np.random.Generator, positive: bool, image_size: int = 32, contour_length: int = 14, num_distractors: int = 2
+) -> np.ndarray:
+    """One (image_size, image_size) uint8 image; `positive` = the two marked discs lie on one path."""
+    return draw_pathfinder(rng, positive, image_size, contour_length, num_distractors).image
+
+
+def pathfinder_drawings(
+    num_images: int, seed: int = 0, image_size: int = 32, contour_length: int = 14, num_distractors: int = 2
+) -> Iterator[PathfinderDrawing]:
+    """The drawings behind `generate_pathfinder(num_images, seed, ...)`, in its order (balanced, shuffled labels)."""
+    rng = np.random.default_rng(seed)
+    labels = np.arange(num_images) % 2
+    rng.shuffle(labels)
+    for label in labels:
+        yield draw_pathfinder(rng, bool(label), image_size, contour_length, num_distractors)
 
 
 def generate_pathfinder(
     num_images: int, seed: int = 0, image_size: int = 32, contour_length: int = 14, num_distractors: int = 2
 ) -> tuple[np.ndarray, np.ndarray]:
     """Images (N, S, S) uint8 and balanced labels (N,) in {0, 1}, seeded."""
-    rng = np.random.default_rng(seed)
-    labels = np.arange(num_images) % 2
-    rng.shuffle(labels)
-    images = np.stack([generate_pathfinder_image(rng, bool(label), image_size, contour_length, num_distractors)
-                       for label in labels]) if num_images else np.zeros((0, image_size, image_size), np.uint8)
-    return images, labels
+    drawings = list(pathfinder_drawings(num_images, seed, image_size, contour_length, num_distractors))
+    if not drawings:
+        return np.zeros((0, image_size, image_size), np.uint8), np.zeros(0, np.int64)
+    return np.stack([d.image for d in drawings]), np.array([d.label for d in drawings])
 
 
 def write_pathfinder(

@@ -7,12 +7,15 @@ splits with `labels` dropped. A task module registers itself with `@register_tas
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from datasets import DatasetDict
 from transformers import PreTrainedTokenizerBase
+
+from ..errors import UserInputError
 
 REQUIRED_SPLITS = ("train", "validation", "test")
 
@@ -74,23 +77,41 @@ def register_task(name: str, description: str, needs: str) -> Callable[[Callable
 def load_task(name: str, data_dir: str | None = None, seed: int = 0, **options: Any) -> Task:
     """Build the task `name` (see `list_tasks()`); `options` go to its builder (sizes, lengths...)."""
     if name not in TASKS:
-        raise ValueError(f"Unknown task {name!r}. Known tasks: {', '.join(sorted(TASKS))} (run_spt.py --list_tasks).")
+        raise UserInputError(f"Unknown task {name!r}. Known tasks: {', '.join(sorted(TASKS))} (run_spt.py --list_tasks).")
+    check_options(TASKS[name], options)
     task = TASKS[name].builder(data_dir=data_dir, seed=seed, **options)
     check_task(task)
     return task
+
+
+def task_option_names(entry: TaskEntry) -> list[str]:
+    """The options a task's builder takes (its keyword parameters but data_dir and seed)."""
+    parameters = inspect.signature(entry.builder).parameters.values()
+    return [p.name for p in parameters if p.name not in ("data_dir", "seed") and p.kind is not p.VAR_KEYWORD]
+
+
+def check_options(entry: TaskEntry, options: dict[str, Any]) -> None:
+    """An option the builder does not take is an error listing the valid ones (not a bare TypeError)."""
+    if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(entry.builder).parameters.values()):
+        return
+    valid = task_option_names(entry)
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise UserInputError(f"Task {entry.name!r} has no option(s) {unknown} (--task_options); its options: "
+                             f"{', '.join(valid)}.")
 
 
 def check_task(task: Task) -> None:
     """Fail early, naming the problem, when a task's data cannot feed both phases."""
     missing = [split for split in REQUIRED_SPLITS if split not in task.dataset]
     if missing:
-        raise ValueError(f"Task {task.name!r} has no {missing} split(s); it needs {list(REQUIRED_SPLITS)}.")
+        raise UserInputError(f"Task {task.name!r} has no {missing} split(s); it needs {list(REQUIRED_SPLITS)}.")
     for split in REQUIRED_SPLITS:
         data = task.dataset[split]
         if len(data) == 0:
-            raise ValueError(f"Task {task.name!r}: the {split!r} split is empty.")
+            raise UserInputError(f"Task {task.name!r}: the {split!r} split is empty.")
         if "input_ids" not in data.column_names:
-            raise ValueError(f"Task {task.name!r}: the {split!r} split has no input_ids column.")
+            raise UserInputError(f"Task {task.name!r}: the {split!r} split has no input_ids column.")
 
 
 def list_tasks() -> str:
@@ -101,4 +122,5 @@ def list_tasks() -> str:
     )
 
 
-__all__ = ["Task", "TaskPreset", "TaskEntry", "TASKS", "register_task", "load_task", "check_task", "list_tasks"]
+__all__ = ["Task", "TaskPreset", "TaskEntry", "TASKS", "register_task", "load_task", "task_option_names", "check_options",
+           "check_task", "list_tasks"]

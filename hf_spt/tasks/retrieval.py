@@ -13,6 +13,7 @@ from pathlib import Path
 
 from datasets import DatasetDict
 
+from ..errors import MissingInputError
 from ..models.tokenization_spt import build_byte_tokenizer
 from .common import DataFormatError, byte_encode_column, require_path, rows_to_dataset
 from .registry import Task, TaskPreset, register_task
@@ -53,7 +54,7 @@ def load_retrieval(
 ) -> Task:
     """Both papers as byte ids cut at `max_length`; `seed` is unused (the release fixes the splits)."""
     if data_dir is None:
-        raise FileNotFoundError(f"The retrieval task needs its files: pass --data_dir.\nExpected layout:\n{LAYOUT}\n"
+        raise MissingInputError(f"The retrieval task needs its files: pass --data_dir.\nExpected layout:\n{LAYOUT}\n"
                                 f"Where the data come from: {SOURCE}")
     folder = require_path(data_dir, "Retrieval data folder", LAYOUT, SOURCE)
     tokenizer = build_byte_tokenizer(model_max_length=max_length)

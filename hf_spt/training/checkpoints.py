@@ -9,6 +9,7 @@ expected and the fix; a Hub id that cannot be fetched fails before any training.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,9 +22,11 @@ from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import get_last_checkpoint
 from transformers.utils import CONFIG_NAME, SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME, cached_file
 
+from ..errors import MissingInputError, UserInputError
 
-class HubNotReadyError(RuntimeError):
-    """The Hub cannot be used for what the run asked (offline, no token, unreachable, no repo id)."""
+
+class HubNotReadyError(UserInputError, RuntimeError):
+    """The Hub cannot be used for what the run asked (offline, no token, unreachable, no repo id): a user error."""
 
 
 def has_weights(folder: str | Path) -> bool:
@@ -45,7 +48,7 @@ def resolve_model_folder(path: str | Path) -> Path:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"No such folder: {path}. Run `run_spt.py --mode spt` first or fix the path.")
+        raise MissingInputError(f"No such folder: {path}. Run `run_spt.py --mode spt` first or fix the path.")
     if is_model_folder(path):
         return path
     last = get_last_checkpoint(str(path)) if path.is_dir() else None
@@ -57,10 +60,30 @@ def resolve_model_folder(path: str | Path) -> Path:
                 return path / Path(best).name
         if is_model_folder(last):
             return Path(last)
-    raise FileNotFoundError(
+    raise MissingInputError(
         f"{path} holds no model checkpoint: expected {CONFIG_NAME} and {SAFE_WEIGHTS_NAME} (a folder written by "
         "save_pretrained or run_spt.py) or checkpoint-N subfolders of a Trainer run."
     )
+
+
+def check_weights_readable(folder: str | Path) -> None:
+    """Open the safetensors header of every weight file of a model folder; a corrupt or truncated one is
+    a user error naming the file and the fix (not a deserialisation traceback mid-run)."""
+    folder = Path(folder)
+    if (folder / SAFE_WEIGHTS_INDEX_NAME).is_file():
+        names = sorted(set(json.loads((folder / SAFE_WEIGHTS_INDEX_NAME).read_text())["weight_map"].values()))
+    else:
+        names = [SAFE_WEIGHTS_NAME] if (folder / SAFE_WEIGHTS_NAME).is_file() else []
+    for name in names:
+        try:
+            with safe_open(str(folder / name), framework="pt"):
+                pass
+        except Exception as error:  # safetensors raises its own error types for every kind of damage
+            raise UserInputError(
+                f"{folder / name} is corrupt or truncated ({error}); the run that wrote it was probably interrupted. "
+                f"Re-run the phase that wrote {folder} (delete its phase.json and model files first), or copy the "
+                "model again."
+            ) from None
 
 
 def checkpoint_file(source: str | Path, filename: str, required: bool = True) -> Path | None:
@@ -86,15 +109,26 @@ def checkpoint_file(source: str | Path, filename: str, required: bool = True) ->
     return None if found is None else Path(found)
 
 
+def _looks_like_folder(name: str) -> bool:
+    """A name that can only be a path (not a Hub id `name` or `owner/name`), or one whose parent folder exists."""
+    parent = Path(name).parent
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or (os.sep != "/" and os.sep in name) or (
+        parent != Path(".") and parent.is_dir())
+
+
 def _require_hub_id(source: str | Path) -> str:
-    """`source` as a Hub id; a path that exists nowhere is a missing local folder, and says so."""
+    """`source` as a Hub id; a path that exists nowhere (or cannot be an id) is a missing local folder, and says so."""
     try:
         validate_repo_id(str(source))
     except HFValidationError:
-        raise FileNotFoundError(
+        valid = False
+    else:
+        valid = not _looks_like_folder(str(source))
+    if not valid:
+        raise MissingInputError(
             f"No such folder: {source}. It is neither a local checkpoint (folder, .safetensors file or sharded index) "
             "nor a Hub id (owner/name): fix the path, or run the phase that writes it first."
-        ) from None
+        )
     return str(source)
 
 
@@ -108,7 +142,9 @@ def resolve_model(source: str | Path) -> str:
     """What `from_pretrained` should load for `source`: a local model folder (a Trainer run: its best
     checkpoint), or a Hub id whose config is cached or can be fetched."""
     if Path(source).exists():
-        return str(resolve_model_folder(source))
+        folder = resolve_model_folder(source)
+        check_weights_readable(folder)
+        return str(folder)
     check_model_source(source)
     return str(source)
 
@@ -133,5 +169,5 @@ def checkpoint_weight_map(checkpoint: str | Path) -> tuple[dict[str, str], Calla
     return dict(json.loads(index.read_text())["weight_map"]), lambda shard: checkpoint_file(source, shard)
 
 
-__all__ = ["HubNotReadyError", "has_weights", "is_model_folder", "resolve_model_folder", "checkpoint_file",
-           "check_model_source", "resolve_model", "checkpoint_weight_map"]
+__all__ = ["HubNotReadyError", "has_weights", "is_model_folder", "resolve_model_folder", "check_weights_readable",
+           "checkpoint_file", "check_model_source", "resolve_model", "checkpoint_weight_map"]

@@ -3,15 +3,19 @@
 `DataCollatorForSpt` is transformers' MLM collator with two changes: special tokens are found
 with one vectorised `isin` (not a Python loop per row, which dominates step time at 4K tokens),
 and the BERT-style random replacements draw only real tokens, never [PAD]/[MASK]/[CLS]/[UNK].
-`DataCollatorForClassification` pads `input_ids` (and `pair_input_ids` of two-tower tasks) with the tokenizer's `pad`.
+Rows that already carry `labels` (a validation set masked once by `fixed_masking`) are only
+padded, so evaluation reads the same masks every time, across resumes too, while training
+masking stays random. `DataCollatorForClassification` pads `input_ids` (and `pair_input_ids` of
+two-tower tasks) with the tokenizer's `pad`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
+from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase
 
 
@@ -31,6 +35,17 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
         all_ids = torch.arange(len(self.tokenizer))
         self._replacement_ids = all_ids[~torch.isin(all_ids, self._special_ids)]
 
+    def torch_call(self, examples: list[Any]) -> dict[str, Any]:
+        """Mask and pad the rows; rows masked beforehand (with `labels`) are padded only (labels with -100)."""
+        if not (examples and isinstance(examples[0], dict) and "labels" in examples[0]):
+            return super().torch_call(examples)
+        batch = self.tokenizer.pad({"input_ids": [row["input_ids"] for row in examples]}, padding_side="right",
+                                   pad_to_multiple_of=self.pad_to_multiple_of, return_tensors="pt")
+        labels = torch.full(batch["input_ids"].shape, -100, dtype=torch.long)
+        for i, row in enumerate(examples):
+            labels[i, : len(row["labels"])] = torch.as_tensor(row["labels"], dtype=torch.long)
+        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"], "labels": labels}
+
     def torch_mask_tokens(self, inputs: torch.Tensor, special_tokens_mask: Any = None, offset_mapping: Any = None):
         labels = inputs.clone()
         if special_tokens_mask is None:
@@ -45,6 +60,23 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
         choice = torch.randint(len(self._replacement_ids), (int(to_random.sum()),), generator=self.generator)
         inputs[to_random] = self._replacement_ids[choice]
         return inputs, labels
+
+
+def fixed_masking(dataset: Dataset, collator: DataCollatorForSpt, seed: int) -> Dataset:
+    """`dataset` (an `input_ids` column) masked once as `collator` would, seeded by `seed` and the row
+    index: `input_ids` as the model sees them and `labels`. The same call always gives the same masks."""
+    fingerprint = (f"{dataset._fingerprint}-spt-masks-{seed}-{collator.mlm_probability}-{collator.mask_replace_prob}-"
+                   f"{collator.random_replace_prob}")
+
+    masker = replace(collator, seed=None)
+
+    def mask(batch: dict[str, list], indices: list[int]) -> dict[str, list]:
+        masker.generator = torch.Generator().manual_seed(seed * 1_000_003 + indices[0])
+        rows = [masker.torch_mask_tokens(torch.tensor(ids, dtype=torch.long)) for ids in batch["input_ids"]]
+        return {"input_ids": [ids.tolist() for ids, _ in rows], "labels": [labels.tolist() for _, labels in rows]}
+
+    return dataset.map(mask, batched=True, with_indices=True, new_fingerprint=fingerprint,
+                       desc="fixed validation masks")
 
 
 @dataclass
@@ -75,4 +107,4 @@ class DataCollatorForClassification:
         return batch
 
 
-__all__ = ["DataCollatorForSpt", "DataCollatorForClassification"]
+__all__ = ["DataCollatorForSpt", "DataCollatorForClassification", "fixed_masking"]

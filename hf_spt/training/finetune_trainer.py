@@ -10,6 +10,7 @@ import torch
 from datasets import Dataset
 from transformers import EvalPrediction, PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
+from ..errors import UserInputError
 from .collators import DataCollatorForClassification
 from .arguments import FinetuneArguments
 from .losses import weighted_class_loss
@@ -70,7 +71,7 @@ class FinetuneTrainer(ModelCardMixin, Trainer):
         )
         self.class_weights = None if args.class_weights is None else torch.tensor(args.class_weights)
         if self.class_weights is not None and len(self.class_weights) != model.config.num_labels:
-            raise ValueError(
+            raise UserInputError(
                 f"class_weights has {len(self.class_weights)} entries but the model has {model.config.num_labels} labels."
             )
 
@@ -80,7 +81,7 @@ class FinetuneTrainer(ModelCardMixin, Trainer):
         loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
         if self.class_weights is not None and labels is not None:
             if labels.dim() != 1 or labels.is_floating_point():
-                raise ValueError("class_weights apply to single-label classification only (integer labels, one per row).")
+                raise UserInputError("class_weights apply to single-label classification only (integer labels, one per row).")
             loss = weighted_class_loss(outputs["logits"], labels, self.class_weights)
             self.loss_is_scaled_for_ga = False  # a per-batch weighted mean: the Trainer divides it for accumulation
         return (loss, outputs) if return_outputs else loss

@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from ..errors import UserInputError
+
 CLASS_WEIGHTING = ("none", "balanced")
 TOKEN_WEIGHTING = ("none", "inverse_frequency")
 
@@ -37,9 +39,9 @@ def class_weights(spec: str | None, labels: Sequence[int], num_labels: int) -> l
     try:
         weights = [float(value) for value in spec.split(",")]
     except ValueError:
-        raise ValueError(f"--class_weights {spec!r}: use none, balanced, or {num_labels} comma-separated numbers.") from None
+        raise UserInputError(f"--class_weights {spec!r}: use none, balanced, or {num_labels} comma-separated numbers.") from None
     if len(weights) != num_labels or min(weights) < 0:
-        raise ValueError(f"--class_weights {spec!r}: give {num_labels} non-negative numbers, one per class.")
+        raise UserInputError(f"--class_weights {spec!r}: give {num_labels} non-negative numbers, one per class.")
     return weights
 
 
@@ -60,7 +62,7 @@ def inverse_frequency_token_weights(sequences: Iterable[Sequence[int]], vocab_si
     counts = token_id_counts(sequences, vocab_size).double()
     total, distinct = counts.sum(), (counts > 0).sum()
     if total == 0:
-        raise ValueError("Token weighting needs training inputs: the training set has no tokens.")
+        raise UserInputError("Token weighting needs training inputs: the training set has no tokens.")
     return (total / (distinct * counts.clamp(min=1.0))).float()
 
 

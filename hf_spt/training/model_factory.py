@@ -26,6 +26,7 @@ from transformers import (
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING, MODEL_FOR_MASKED_LM_MAPPING
 
+from ..errors import UserInputError
 from ..models.backbone_classifier import BackboneClassifierConfig, BackboneForSequenceClassification
 from .checkpoints import resolve_model
 from ..models.configuration_spt import SptConfig
@@ -45,10 +46,10 @@ def pretraining_model(
 ) -> PreTrainedModel:
     """The SPT-phase model: masked-LM or causal-LM head on the run's architecture, random or from `init_from`."""
     if objective not in SPT_OBJECTIVES:
-        raise ValueError(f"Unknown --spt_objective {objective!r}; choose one of {', '.join(SPT_OBJECTIVES)}.")
+        raise UserInputError(f"Unknown --spt_objective {objective!r}; choose one of {', '.join(SPT_OBJECTIVES)}.")
     if isinstance(config, SptConfig):
         if objective == "causal":
-            raise ValueError(
+            raise UserInputError(
                 "--spt_objective causal needs a decoder architecture (e.g. --model_type gpt2 --from_scratch): the "
                 "SPT encoder attends both ways, so next-token prediction would see the answer."
             )
@@ -58,7 +59,7 @@ def pretraining_model(
         AutoModelForMaskedLM, MODEL_FOR_MASKED_LM_MAPPING)
     if type(backbone) not in mapping:
         other = "masked" if objective == "causal" else "causal"
-        raise ValueError(f"{backbone.model_type} has no {objective}-LM head in transformers: use --spt_objective {other}.")
+        raise UserInputError(f"{backbone.model_type} has no {objective}-LM head in transformers: use --spt_objective {other}.")
     if init_from is None:
         return auto.from_config(backbone, attn_implementation=backbone._attn_implementation)
     return auto.from_pretrained(resolve_model(init_from), attn_implementation=backbone._attn_implementation)

@@ -59,10 +59,10 @@ def parse_parts(parts: str | Iterable[str]) -> list[str]:
     """`"qk,mlp"` or `["qk", "mlp"]` -> `["qk", "mlp"]`; an unknown name is an error listing the valid ones."""
     names = [p.strip() for p in (parts.split(",") if isinstance(parts, str) else parts) if p.strip()]
     if not names:
-        raise ValueError(f"No part given; choose one or more (comma-separated) of {', '.join(PART_PATTERNS)}.")
+        raise UserInputError(f"No part given; choose one or more (comma-separated) of {', '.join(PART_PATTERNS)}.")
     unknown = [name for name in names if name not in PART_PATTERNS]
     if unknown:
-        raise ValueError(f"Unknown part(s) {unknown}; valid parts: {', '.join(PART_PATTERNS)} (combine with commas).")
+        raise UserInputError(f"Unknown part(s) {unknown}; valid parts: {', '.join(PART_PATTERNS)} (combine with commas).")
     return names
 
 
@@ -111,7 +111,7 @@ def save_partial_state_dict(
     """Write the selected tensors to `save_directory/partial_model.safetensors` (parts in its metadata)."""
     tensors = {name: t.contiguous().clone() for name, t in get_partial_state_dict(model, parts, layers).items()}
     if not tensors:
-        raise ValueError(f"Parts {parts!r} select no tensor of this model; its keys: {sorted(model.state_dict())}.")
+        raise UserInputError(f"Parts {parts!r} select no tensor of this model; its keys: {sorted(model.state_dict())}.")
     path = Path(save_directory) / PARTIAL_WEIGHTS_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path), metadata={"format": "pt", PARTS_METADATA_KEY: ",".join(parse_parts(parts))})
@@ -162,7 +162,7 @@ def _source_key(target: str, checkpoint_prefix: str, layer_map: Mapping[int, int
 def _checkpoint_prefix(keys: Iterable[str]) -> str:
     prefixes = {split[0] for split in map(split_prefix, keys) if split is not None}
     if len(prefixes) != 1:
-        raise ValueError(f"Checkpoint has {'no' if not prefixes else 'several'} encoder key prefix(es) {sorted(prefixes)}; "
+        raise UserInputError(f"Checkpoint has {'no' if not prefixes else 'several'} encoder key prefix(es) {sorted(prefixes)}; "
                          "expected keys like '[prefix.]layers.0.attention.q_proj.weight'.")
     return prefixes.pop()
 
@@ -188,7 +188,7 @@ def load_partial_weights(
     state = model.state_dict(keep_vars=True)
     targets = select_keys(state, parts, layers)
     if not targets:
-        raise ValueError(f"Parts {parts!r} (layers {layers}) select no key of the model; model keys: {sorted(state)}.")
+        raise UserInputError(f"Parts {parts!r} (layers {layers}) select no key of the model; model keys: {sorted(state)}.")
     sources = {t: _source_key(t, prefix, layer_map) for t in targets}
     report = LoadReport()
     report.missing = [t for t, s in sources.items() if s is not None and s not in weight_map]
@@ -201,7 +201,7 @@ def load_partial_weights(
             "layer_map={1: 0}), limit the layers loaded, or choose parts the checkpoint has."
         )
     if not wanted:
-        raise ValueError(f"Parts {parts!r} match no tensor of {checkpoint}: the model wants {sorted(filter(None, sources.values()))}; "
+        raise UserInputError(f"Parts {parts!r} match no tensor of {checkpoint}: the model wants {sorted(filter(None, sources.values()))}; "
                          f"the checkpoint holds {sorted(weight_map)}.")
     by_shard: dict[str, list[str]] = {}
     for target, source in wanted.items():
@@ -217,7 +217,7 @@ def load_partial_weights(
                     tensors[target] = handle.get_tensor(wanted[target])
     if report.mismatched:
         lines = "\n".join(f"  {k}: model {m}, checkpoint {c}" for k, m, c in report.mismatched)
-        raise ValueError(f"Shape mismatch between the model and {checkpoint} (same sizes and vocabulary needed, "
+        raise UserInputError(f"Shape mismatch between the model and {checkpoint} (same sizes and vocabulary needed, "
                          f"or a layer_map for different depths):\n{lines}")
     with torch.no_grad():
         for target, tensor in tensors.items():
@@ -237,7 +237,7 @@ def freeze_parts(model: nn.Module, parts: str | Iterable[str], layers: Iterable[
     parameters = dict(model.named_parameters())
     names = select_keys(parameters, parse_parts(parts), layers)
     if not names:
-        raise ValueError(f"Parts {parts!r} (layers {layers}) match no parameter of this model; "
+        raise UserInputError(f"Parts {parts!r} (layers {layers}) match no parameter of this model; "
                          f"its parameters: {sorted(parameters)}.")
     for name in names:
         parameters[name].requires_grad_(False)

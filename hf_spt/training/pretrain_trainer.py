@@ -6,7 +6,8 @@ import torch
 from datasets import Dataset, concatenate_datasets
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
-from .collators import DataCollatorForSpt
+from ..errors import UserInputError
+from .collators import DataCollatorForSpt, fixed_masking
 from .losses import TOKEN_WEIGHTING, inverse_frequency_token_weights, weighted_token_loss
 from .model_card import ModelCardMixin
 from .arguments import PretrainArguments
@@ -24,7 +25,9 @@ class PretrainTrainer(ModelCardMixin, Trainer):
     """`Trainer` for masked-token self-pretraining.
 
     Drops label columns from the datasets and builds a `DataCollatorForSpt` from the arguments'
-    masking options unless a collator is given. On CPU it flushes denormals to zero
+    masking options unless a collator is given. With that collator the validation set is masked
+    once (`fixed_masking`, seeded by `args.seed`), so every evaluation, resumed runs' included,
+    scores the same masked tokens and the best checkpoint is chosen on a fixed target. On CPU it flushes denormals to zero
     (`args.flush_denormal`; README, Performance).
     """
 
@@ -50,6 +53,9 @@ class PretrainTrainer(ModelCardMixin, Trainer):
                 mask_replace_prob=args.mask_replace_prob,
                 random_replace_prob=args.random_replace_prob,
             )
+        if eval_dataset is not None and isinstance(data_collator, DataCollatorForSpt):
+            with args.main_process_first(desc="fixed validation masks"):
+                eval_dataset = fixed_masking(eval_dataset, data_collator, args.seed)
         if args.flush_denormal and args.device.type == "cpu":
             torch.set_flush_denormal(True)
         super().__init__(
@@ -66,7 +72,7 @@ class PretrainTrainer(ModelCardMixin, Trainer):
     @staticmethod
     def _token_weights(args, train_dataset: Dataset, tokenizer, model) -> torch.Tensor | None:
         if args.token_weighting not in TOKEN_WEIGHTING:
-            raise ValueError(f"Unknown token_weighting {args.token_weighting!r}; choose one of {', '.join(TOKEN_WEIGHTING)}.")
+            raise UserInputError(f"Unknown token_weighting {args.token_weighting!r}; choose one of {', '.join(TOKEN_WEIGHTING)}.")
         if args.token_weighting == "none":
             return None
         return inverse_frequency_token_weights(train_dataset["input_ids"], model.config.get_text_config().vocab_size)

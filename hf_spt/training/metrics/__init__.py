@@ -10,6 +10,8 @@ from pathlib import Path
 
 import evaluate
 
+from ...errors import UserInputError
+
 METRICS_DIR = Path(__file__).resolve().parent
 SHIPPED_METRICS = ("accuracy", "macro_f1")
 
@@ -21,7 +23,7 @@ def load_metric(name: str) -> evaluate.EvaluationModule:
     try:
         return evaluate.load(name)
     except (FileNotFoundError, ConnectionError, OSError) as error:
-        raise ValueError(
+        raise UserInputError(
             f"Metric {name!r} is not shipped with hf_spt ({', '.join(SHIPPED_METRICS)}) and could not be loaded "
             f"from the Hugging Face Hub ({error}). Use a shipped metric, or a local metric script folder, "
             "or connect to the Hub (unset HF_HUB_OFFLINE)."

@@ -1,0 +1,42 @@
+"""How the command-line scripts end: a user error is one line on stderr and exit status 2.
+
+Exit statuses: 0 done; 2 a user error (a bad flag, file, value or folder: `UserInputError`, or
+argparse's own usage error, or an unknown flag), printed as `error: <message>` without a Python traceback; 1 (with
+the traceback) anything unexpected, which is a bug to report. `--debug` on the command line or
+`HF_SPT_DEBUG=1` in the environment shows the traceback of user errors too.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import UserInputError
+
+DEBUG_FLAG = "--debug"
+DEBUG_ENV = "HF_SPT_DEBUG"
+USER_ERROR_STATUS = 2
+UNUSED_ARGUMENTS = "Some specified arguments are not used by the HfArgumentParser"  # its unknown-flag error
+
+
+def debugging(argv: list[str]) -> bool:
+    """Whether user errors should keep their traceback (`--debug`, or HF_SPT_DEBUG set to 1/true/yes)."""
+    return DEBUG_FLAG in argv or os.environ.get(DEBUG_ENV, "").lower() in ("1", "true", "yes")
+
+
+def run_cli(main: Callable[[list[str]], Any], argv: list[str] | None = None) -> Any:
+    """Call `main(argv)` (default: the command line, `--debug` removed); exit 2 with one line on a user error."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = debugging(argv)
+    try:
+        return main([arg for arg in argv if arg != DEBUG_FLAG])
+    except (UserInputError, ValueError) as error:
+        if debug or not (isinstance(error, UserInputError) or str(error).startswith(UNUSED_ARGUMENTS)):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(USER_ERROR_STATUS) from None
+
+
+__all__ = ["DEBUG_FLAG", "DEBUG_ENV", "USER_ERROR_STATUS", "debugging", "run_cli"]

@@ -1,0 +1,219 @@
+"""What makes a run folder trustworthy after a kill, a crash or a second run started into it.
+
+- One run per folder: `hold_output_dir` takes an exclusive `filelock` on `<folder>/.hf_spt.lock`
+  and writes who holds it (pid, host, command, start time) next to it; a second run fails at
+  once with `OutputDirBusyError`, naming the folder and the holder. Only the launching process
+  (rank 0, or a plain `python` run) takes it: the other ranks of one `accelerate launch`, and the
+  child processes the ablation grid starts for its cells, work under their parent's lock.
+- Atomic files: `write_json` / `write_text` write a temporary file and `os.replace` it, so a
+  reader sees the old content or the new, never half of it.
+- Unreadable results: `read_json` returns None (with a warning naming the file) for a file that
+  is missing or not valid JSON; callers treat the phase as unfinished and run it again.
+- Complete checkpoints: a kill while the Trainer writes `checkpoint-N/` leaves it partial;
+  `resume_checkpoint` returns the newest checkpoint that has everything a resume needs and
+  removes the partial ones after it, which the Trainer would otherwise trip over.
+- Time across sessions: `ElapsedTime` is a stateful Trainer callback, so the seconds spent so far
+  are saved in each checkpoint's `trainer_state.json` and a resumed phase counts every session.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+from filelock import FileLock, Timeout
+from safetensors import safe_open
+from transformers import TrainerCallback
+from transformers.trainer_callback import ExportableState
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+from ..errors import UserInputError
+
+logger = logging.getLogger(__name__)
+
+LOCK_NAME = ".hf_spt.lock"
+HOLDER_NAME = ".hf_spt.lock.holder"
+TRAINER_STATE_NAME = "trainer_state.json"
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+RESUME_FILES = ("optimizer.pt", "scheduler.pt")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class OutputDirBusyError(UserInputError):
+    """Another run is writing into the same output folder."""
+
+
+def _holder_text(folder: Path) -> str:
+    holder = read_json(folder / HOLDER_NAME, quiet=True) or {}
+    if not holder:
+        return "another process (no holder recorded)"
+    return (f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}: "
+            f"{holder.get('command')}")
+
+
+@contextmanager
+def hold_output_dir(folder: str | Path) -> Iterator[Path]:
+    """Hold the exclusive lock of `folder` for the block; fail at once if it is taken.
+
+    A folder this call created is removed again if the block wrote nothing into it."""
+    folder = Path(folder)
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(folder / LOCK_NAME)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise OutputDirBusyError(
+            f"{folder} is in use by another run ({_holder_text(folder)}). Wait for it to end, or pass another "
+            "--output_dir; two runs in one folder would resume from each other's checkpoints."
+        ) from None
+    try:
+        write_json(folder / HOLDER_NAME, {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
+                                          "started": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+        yield folder
+    finally:
+        (folder / HOLDER_NAME).unlink(missing_ok=True)
+        lock.release()
+        if created and [path.name for path in folder.iterdir()] in ([], [LOCK_NAME]):  # a run that failed at once
+            (folder / LOCK_NAME).unlink(missing_ok=True)
+            folder.rmdir()
+
+
+def is_launching_process() -> bool:
+    """True for rank 0 of a launched run and for a plain process (read from RANK, without starting torch.distributed)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def locks_output_dir(folder_of: Callable[..., str | Path]) -> Callable[[F], F]:
+    """Decorator: the launching process runs the function while holding `folder_of(*args)`'s lock."""
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if not is_launching_process():
+                return function(*args, **kwargs)
+            with hold_output_dir(folder_of(*args, **kwargs)):
+                return function(*args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return decorate
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write `text` to `path` atomically: a temporary file in the same folder, then `os.replace`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """`data` as indented JSON at `path`, atomically."""
+    write_text(path, json.dumps(data, indent=1))
+
+
+def read_json(path: str | Path, quiet: bool = False) -> Any | None:
+    """The JSON content of `path`; None when it is missing or unreadable (an unreadable one is reported by path)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        if not quiet:
+            logger.warning("%s is unreadable (%s): treating it as unfinished and running that part again.", path, error)
+        return None
+
+
+def _weights_readable(checkpoint: Path) -> bool:
+    if (checkpoint / "pytorch_model.bin").is_file():
+        return True
+    index = read_json(checkpoint / "model.safetensors.index.json", quiet=True)
+    files = sorted(set(index["weight_map"].values())) if index else ["model.safetensors"]
+    try:
+        for name in files:
+            with safe_open(str(checkpoint / name), framework="pt"):
+                pass
+    except Exception:  # missing, truncated or corrupt: any failure means this checkpoint cannot be resumed
+        return False
+    return True
+
+
+def is_complete_checkpoint(checkpoint: str | Path) -> bool:
+    """Whether a Trainer checkpoint has what a resume reads: readable weights and trainer state, optimizer, scheduler."""
+    checkpoint = Path(checkpoint)
+    return (read_json(checkpoint / TRAINER_STATE_NAME, quiet=True) is not None
+            and all((checkpoint / name).is_file() for name in RESUME_FILES)
+            and any((checkpoint / name).is_file() for name in WEIGHT_FILES) and _weights_readable(checkpoint))
+
+
+def _checkpoints(folder: Path) -> list[Path]:
+    """`checkpoint-N` subfolders of `folder`, newest (largest N) first."""
+    found = [path for path in folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*")
+             if path.is_dir() and path.name.split("-")[-1].isdigit()]
+    return sorted(found, key=lambda path: int(path.name.split("-")[-1]), reverse=True)
+
+
+def resume_checkpoint(folder: str | Path) -> Path | None:
+    """The newest complete checkpoint of `folder` (None: start afresh); partial ones after it are removed."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    for checkpoint in _checkpoints(folder):
+        if is_complete_checkpoint(checkpoint):
+            return checkpoint
+        logger.warning("%s is incomplete (interrupted while being written): removing it.", checkpoint)
+        shutil.rmtree(checkpoint)
+    return None
+
+
+class ElapsedTime(TrainerCallback, ExportableState):
+    """Seconds a phase has run over all its sessions; saved with every checkpoint (trainer_state.json)."""
+
+    def __init__(self, earlier_seconds: float = 0.0):
+        self.earlier_seconds = earlier_seconds
+        self.start = time.perf_counter()
+
+    def seconds(self) -> float:
+        """Earlier sessions' seconds (up to the checkpoint resumed from) plus this session's."""
+        return self.earlier_seconds + time.perf_counter() - self.start
+
+    def state(self) -> dict[str, Any]:
+        """Saved with a checkpoint; restoring it (the Trainer's `restore_callback_states_from_checkpoint`)
+        gives a clock that starts then from the seconds spent up to that checkpoint."""
+        return {"args": {}, "attributes": {"earlier_seconds": self.seconds()}}
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint: Path | None) -> ElapsedTime:
+        """A clock starting now, from the seconds saved in `checkpoint` (0 without one)."""
+        saved = read_json(checkpoint / TRAINER_STATE_NAME) if checkpoint is not None else None
+        state = ((saved or {}).get("stateful_callbacks") or {}).get(cls.__name__) or {}
+        if isinstance(state, list):
+            state = state[-1] if state else {}
+        return cls(float(state.get("attributes", {}).get("earlier_seconds", 0.0)))
+
+
+__all__ = ["LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",
+           "locks_output_dir", "write_text", "write_json", "read_json", "is_complete_checkpoint", "resume_checkpoint",
+           "ElapsedTime"]

@@ -1,0 +1,155 @@
+"""A run folder after a kill, a crash, or a second run into it: resume from complete checkpoints only,
+unreadable results re-run, one run per folder, fixed validation masks, time over every session."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from tiny_backbone_runs import tiny_arguments
+
+from hf_spt.experiments import ablation
+from hf_spt.experiments.ablation import Cell, parse_grid
+from hf_spt.experiments.model_config import build_config
+from hf_spt.experiments.pipeline import prepare_task, run_experiment
+from hf_spt.experiments.run_folder import (HOLDER_NAME, OutputDirBusyError, hold_output_dir, is_complete_checkpoint,
+                                           write_json)
+from hf_spt.training.arguments import PretrainArguments
+from hf_spt.training.model_factory import pretraining_model
+from hf_spt.training.pretrain_trainer import PretrainTrainer
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRATCH = {"mode": "scratch", "finetune_batch_size": 16}  # 48 rows: 3 steps an epoch, checkpoint-3 after epoch 1
+
+
+def scratch_run(folder: Path, epochs: int = 1) -> dict:
+    data_args, model_args, exp = tiny_arguments(folder, **SCRATCH)
+    exp.finetune_epochs = epochs
+    return run_experiment(data_args, model_args, exp)
+
+
+def interrupt(folder: Path) -> None:
+    """As if the run had been killed after its first epoch's checkpoint, before the phase ended."""
+    (folder / "scratch" / "phase.json").unlink()
+    (folder / "scratch" / "model.safetensors").unlink()
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated_weights", "no_trainer_state"])
+def test_a_checkpoint_killed_while_written_is_skipped_and_the_run_resumes(tmp_path, damage):
+    scratch_run(tmp_path)
+    interrupt(tmp_path)
+    complete, partial = tmp_path / "scratch" / "checkpoint-3", tmp_path / "scratch" / "checkpoint-6"
+    assert is_complete_checkpoint(complete)
+    partial.mkdir()
+    if damage != "empty":
+        for name in ("model.safetensors", "config.json", "trainer_state.json", "optimizer.pt", "scheduler.pt"):
+            (partial / name).write_bytes((complete / name).read_bytes())
+        if damage == "truncated_weights":
+            weights = (complete / "model.safetensors").read_bytes()
+            (partial / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+        else:
+            (partial / "trainer_state.json").unlink()
+    assert not is_complete_checkpoint(partial)
+    stamp = (complete / "model.safetensors").stat().st_mtime_ns
+    result = scratch_run(tmp_path, epochs=2)  # before: "Can't find a valid checkpoint at .../checkpoint-6"
+    assert (complete / "model.safetensors").stat().st_mtime_ns == stamp, "epoch 1 was trained again, not resumed"
+    history = json.loads((tmp_path / "scratch" / "log_history.json").read_text())
+    assert [entry["epoch"] for entry in history if "eval_accuracy" in entry][:2] == [1.0, 2.0]
+    assert is_complete_checkpoint(partial) and result["arms"][0]["arm"] == "scratch"
+
+
+def test_an_unreadable_phase_result_reruns_the_phase_instead_of_crashing(tmp_path, caplog):
+    first = scratch_run(tmp_path)
+    (tmp_path / "scratch" / "phase.json").write_text('{"arm": "scratch", "test_accu')  # killed mid-write
+    again = scratch_run(tmp_path)  # before: json.decoder.JSONDecodeError
+    assert "phase.json is unreadable" in caplog.text and str(tmp_path / "scratch" / "phase.json") in caplog.text
+    assert again["arms"][0]["test_accuracy"] == first["arms"][0]["test_accuracy"]
+    assert json.loads((tmp_path / "scratch" / "phase.json").read_text())["arm"] == "scratch"
+
+
+def test_results_are_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    target = tmp_path / "results.json"
+    write_json(target, {"old": 1})
+
+    def killed(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", killed)  # interrupted after writing, before the rename
+    with pytest.raises(KeyboardInterrupt):
+        write_json(target, {"new": 2})
+    assert json.loads(target.read_text()) == {"old": 1} and [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_resumed_phase_counts_the_seconds_of_every_session(tmp_path):
+    scratch_run(tmp_path)
+    state_file = tmp_path / "scratch" / "checkpoint-3" / "trainer_state.json"
+    state = json.loads(state_file.read_text())
+    saved = state["stateful_callbacks"]["ElapsedTime"]["attributes"]["earlier_seconds"]
+    assert saved > 0
+    interrupt(tmp_path)
+    state["stateful_callbacks"]["ElapsedTime"]["attributes"]["earlier_seconds"] = 1000.0  # a long first session
+    state_file.write_text(json.dumps(state))
+    result = scratch_run(tmp_path, epochs=2)
+    assert 1000 < result["arms"][0]["seconds"] < 1000 + 120  # before: the last session's few seconds only
+
+
+def test_validation_masks_are_fixed_across_evaluations_and_resumes(tmp_path):
+    data_args, model_args, _ = tiny_arguments(tmp_path)
+    task = prepare_task(data_args, seed=0)
+    model = pretraining_model(build_config(task, model_args), "masked")
+
+    def trainer() -> PretrainTrainer:
+        args = PretrainArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, mlm_probability=0.5,
+                                 per_device_eval_batch_size=8, disable_tqdm=True)
+        return PretrainTrainer(model, args, task.dataset["train"], task.dataset["validation"],
+                               processing_class=task.tokenizer)
+
+    first = trainer()
+    losses = [first.evaluate()["eval_loss"], first.evaluate()["eval_loss"]]
+    torch.manual_seed(123)  # a resumed run's random state differs
+    losses.append(trainer().evaluate()["eval_loss"])
+    assert losses[0] == losses[1] == losses[2]  # before: 7.12, 6.96, ...
+
+
+HOLD = """
+import sys, time
+from hf_spt.experiments.run_folder import hold_output_dir
+with hold_output_dir(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_second_run_into_a_busy_folder_fails_at_once_naming_the_holder(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(OutputDirBusyError) as error:
+            scratch_run(tmp_path)  # before: trained into the same folder as the first run
+        assert str(tmp_path) in str(error.value) and f"pid {holder.pid}" in str(error.value)
+        assert not (tmp_path / "scratch").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    scratch_run(tmp_path)  # the lock dies with its holder
+    assert not (tmp_path / HOLDER_NAME).exists()
+
+
+def test_grid_cells_in_child_processes_run_under_the_grid_lock(tmp_path):
+    torch.set_num_threads(1)
+    grid = parse_grid({"output_dir": str(tmp_path), "seeds": [0], "arms": [{"name": "scratch"}],
+                       "tasks": {"m": {"task": "markov", "task_options": {"num_train": 16, "num_validation": 8,
+                                                                           "num_test": 8, "length": 8}}},
+                       "experiment": {"finetune_epochs": 1, "trainer_options": {"report_to": "none", "use_cpu": True}},
+                       "model": {"num_hidden_layers": 1, "hidden_size": 8, "num_attention_heads": 2,
+                                 "intermediate_size": 8}})
+    cell = Cell("m", "scratch", 0)
+    with hold_output_dir(tmp_path):  # what rank 0 of run_grid holds while its ranks' children run cells
+        ablation._run_unit(grid, "cell", cell, isolate=True, device_index=None)
+    assert (cell.folder(grid) / "phase.json").is_file()
