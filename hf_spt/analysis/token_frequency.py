@@ -18,6 +18,7 @@ from datasets import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..training.collators import DataCollatorForSpt
+from ..training.pretrain_trainer import sparse_prediction
 
 
 def token_counts(sequences: Sequence[Sequence[int]], vocab_size: int, special_ids: Sequence[int]) -> torch.Tensor:
@@ -70,9 +71,11 @@ def per_token_mlm_loss(
         for start in range(0, len(sequences), batch_size):
             batch = collate([{"input_ids": list(ids)} for ids in sequences[start : start + batch_size]])
             labels = batch["labels"]
-            logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
-                           labels=labels.to(device)).logits  # (N, V) at masked positions
+            with sparse_prediction(model, enabled=True):
+                logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
+                               labels=labels.to(device)).logits  # (N, V) at masked positions, or (B, T, V)
             targets = labels[labels != -100]
+            logits = logits[labels.to(device) != -100] if logits.dim() == 3 else logits
             losses = torch.nn.functional.cross_entropy(logits.double().cpu(), targets, reduction="none")
             loss_sum.index_add_(0, targets, losses)
             count.index_add_(0, targets, torch.ones_like(losses))
