@@ -91,7 +91,11 @@ def classifier_features(hidden_size: int, pooling: str, two_tower: bool) -> int:
 
 class PooledClassifierMixin:
     """`forward` of a `PreTrainedModel` whose encoder is `self.base_model` and whose head is
-    `self.dropout` + `self.classifier`."""
+    `self.dropout` + `self.classifier`.
+
+    `**kwargs` takes the Trainer's `num_items_in_batch`, which the loss divides by
+    (`classification_loss`), so gradient accumulation gives the full batch's step.
+    """
 
     classifier: nn.Linear
     dropout: nn.Dropout
