@@ -59,7 +59,7 @@ def test_from_a_local_pretrained_folder(tmp_path, model_type, objective, pooling
                                    num_hidden_layers=None, spt_objective=objective))
     _check_run(tmp_path / "run", model_type, pooling)
     scratch_card = ModelCard.load(tmp_path / "run" / "scratch" / "README.md")
-    assert scratch_card.data.spt["init_from"] == str(tmp_path / "pretrained")
+    assert scratch_card.data.spt["init_from"] == "../pretrained"  # relative to the run folder, never absolute
     classifier = AutoModelForSequenceClassification.from_pretrained(tmp_path / "run" / "scratch")
     assert classifier.backbone.get_input_embeddings().weight.shape == saved.get_input_embeddings().weight.shape
 
