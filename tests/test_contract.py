@@ -22,6 +22,7 @@ from transformers import (AutoModel, AutoModelForMaskedLM, AutoModelForSequenceC
                           DataCollatorForLanguageModeling, Trainer, TrainingArguments, pipeline)
 
 from hf_spt import BackboneClassifierConfig, BackboneForSequenceClassification, SptForMaskedLM, SptForSequenceClassification, SptModel
+from hf_spt.models.attention_spt import attention_bias
 from hf_spt.models.configuration_spt import POSITION_EMBEDDING_TYPES
 from hf_spt.models.tokenization_spt import build_word_tokenizer
 
@@ -135,6 +136,15 @@ def test_export_with_dynamic_shapes_on_unpadded_input_runs_padded_input(cls, pos
     with torch.no_grad():
         for exported, inputs in ((program, batch), (program, shorter), (program, unpadded), (static, batch)):
             torch.testing.assert_close(exported.module()(**inputs)[0], first_output(model, inputs))
+
+
+def test_unpadded_batches_pass_no_mask_so_sdpa_keeps_its_fused_kernel():
+    model, batch = build(SptModel, "sinusoidal"), random_batch()
+    embeds = model.get_input_embeddings()(batch["input_ids"])
+    assert model.config._attn_implementation == "sdpa"
+    assert attention_bias(model.config, torch.ones_like(batch["attention_mask"]), embeds, None) is None
+    assert attention_bias(model.config, None, embeds, None) is None
+    assert attention_bias(model.config, batch["attention_mask"], embeds, None).shape == (3, 1, 12, 12)
 
 
 @pytest.mark.parametrize("cls", list(HEADS))
