@@ -94,7 +94,8 @@ def build_model(kind: str, preset: BenchPreset, attn_implementation: str = "sdpa
         num_labels=2,
     )
     if kind.startswith("spt"):
-        config, classes = SptConfig(**sizes), (SptForMaskedLM, SptForSequenceClassification)
+        # sparse_prediction: masked-position logits only, as PretrainTrainer's training steps run it
+        config, classes = SptConfig(**sizes, sparse_prediction=True), (SptForMaskedLM, SptForSequenceClassification)
     elif kind.startswith("bert"):
         config, classes = BertConfig(**sizes, type_vocab_size=1), (BertForMaskedLM, BertForSequenceClassification)
     else:

@@ -59,7 +59,7 @@ def test_from_a_local_pretrained_folder(tmp_path, model_type, objective, pooling
                                    num_hidden_layers=None, spt_objective=objective))
     _check_run(tmp_path / "run", model_type, pooling)
     scratch_card = ModelCard.load(tmp_path / "run" / "scratch" / "README.md")
-    assert scratch_card.data.spt["init_from"] == str(tmp_path / "pretrained")
+    assert scratch_card.data.spt["init_from"] == "../pretrained"  # relative to the run folder, never absolute
     # the fine-tuned backbone is the saved one after a few small steps, far closer to it than a random init
     saved_state = saved.base_model.state_dict()
     random_state = type(saved.base_model)(saved.config).state_dict()

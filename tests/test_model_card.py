@@ -9,6 +9,7 @@ from huggingface_hub import ModelCard
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.training.model_card import SptModelCardData, model_card, write_model_card
+from hf_spt.experiments.card_provenance import starting_weights_reference
 from hf_spt.experiments.pipeline import run_experiment
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden_model_card.md"
@@ -55,6 +56,20 @@ def test_every_saved_folder_has_a_card_with_the_run_metrics(tmp_path):
         assert metrics[("validation", "loss")] == result["eval_loss"]
         if phase != "pretrain":
             assert metrics[("test", "accuracy")] == result["test_accuracy"]
-        assert "import hf_spt" in card.text
+        assert "import hf_spt" in card.text and "trust_remote_code=True" in card.text
+        assert str(tmp_path) not in str(card) and str(tmp_path.resolve()) not in str(card)  # no local absolute path
     pretrain_card = ModelCard.load(tmp_path / "pretrain" / "README.md")
     assert pretrain_card.data.pipeline_tag == "fill-mask" and pretrain_card.data.spt["spt_epochs"] == 1.0
+    assert ModelCard.load(tmp_path / "spt" / "README.md").data.spt["init_from"] == "pretrain"  # relative to the run
+
+
+def test_starting_weights_are_named_by_hub_id_or_run_relative_path(tmp_path):
+    (tmp_path / "run" / "pretrain").mkdir(parents=True)
+    (tmp_path / "other" / "pretrain").mkdir(parents=True)
+    phase = tmp_path / "run" / "spt"
+    assert starting_weights_reference(tmp_path / "run" / "pretrain", phase, None) == ("pretrain", None)
+    assert starting_weights_reference(tmp_path / "run" / "pretrain", phase, "me/x") == ("me/x-pretrain", "me/x-pretrain")
+    assert starting_weights_reference(tmp_path / "other" / "pretrain", phase, "me/x") == ("../other/pretrain", None)
+    assert starting_weights_reference("google/bert_uncased_L-2_H-128_A-2", phase, None) == (
+        "google/bert_uncased_L-2_H-128_A-2", "google/bert_uncased_L-2_H-128_A-2")
+    assert starting_weights_reference(None, phase, "me/x") == (None, None)

@@ -76,19 +76,24 @@ def test_sinusoids_are_fixed_buffers_not_parameters(config):
     assert "embeddings.sinusoidal_positions" not in model.state_dict()
 
 
-def test_mlm_logits_and_loss_only_at_masked_positions(config):
+def test_mlm_logits_are_standard_and_sparse_prediction_keeps_masked_positions_only(config):
     model = SptForMaskedLM(config).eval()
     batch = random_batch()
     labels = torch.full_like(batch["input_ids"], -100)
     labels[0, 2], labels[1, 5], labels[2, 0] = 7, 8, 9
     with torch.no_grad():
-        output = model(**batch, labels=labels)
+        dense = model(**batch, labels=labels)
         full = model(**batch).logits
-    assert output.logits.shape == (3, 99)
+        model.config.sparse_prediction = True
+        sparse = model(**batch, labels=labels)
     masked = labels != -100
     expected = torch.nn.functional.cross_entropy(full[masked], labels[masked])
-    torch.testing.assert_close(output.loss, expected)
-    torch.testing.assert_close(output.logits, full[masked])
+    assert dense.logits.shape == (3, 12, 99)
+    torch.testing.assert_close(dense.logits, full)
+    assert sparse.logits.shape == (3, 99)
+    torch.testing.assert_close(sparse.logits, full[masked])
+    torch.testing.assert_close(dense.loss, expected)
+    torch.testing.assert_close(sparse.loss, expected)
 
 
 def test_mlm_decoder_is_tied_to_token_embeddings(config):

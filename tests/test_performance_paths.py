@@ -36,9 +36,9 @@ def load_script(name: str):
     return module
 
 
-def test_lm_head_projects_only_masked_positions():
+def test_lm_head_projects_only_masked_positions_with_sparse_prediction():
     torch.manual_seed(0)
-    model = SptForMaskedLM(tiny_config()).eval()
+    model = SptForMaskedLM(tiny_config(sparse_prediction=True)).eval()
     input_ids = torch.randint(4, 40, (3, 20))
     labels = torch.full_like(input_ids, -100)
     labels[0, 2], labels[1, 5], labels[1, 6], labels[2, 19] = 7, 8, 9, 10
@@ -90,6 +90,23 @@ def test_spt_trainer_uses_length_grouped_sampler_when_asked(tmp_path):
                                 eval_strategy="no", save_strategy="no", load_best_model_at_end=False)
     trainer = PretrainTrainer(SptForMaskedLM(tiny_config()), args, data, processing_class=tokenizer)
     assert isinstance(trainer._get_train_sampler(), LengthGroupedSampler)
+
+
+def test_pretrain_trainer_projects_masked_positions_in_training_and_all_in_evaluation(tmp_path):
+    tokenizer = build_word_tokenizer([f"s{i}" for i in range(36)])
+    data = Dataset.from_dict({"input_ids": [[5, 6, 7, 8, 9, 10, 11, 12]] * 4})
+    args = PretrainArguments(output_dir=str(tmp_path), per_device_train_batch_size=4, per_device_eval_batch_size=4,
+                             max_steps=1, report_to=[], use_cpu=True, eval_strategy="no", save_strategy="no",
+                             load_best_model_at_end=False, mlm_probability=0.5)
+    model = SptForMaskedLM(tiny_config())
+    trainer = PretrainTrainer(model, args, data, eval_dataset=data, processing_class=tokenizer)
+    rows_seen = []
+    model.lm_head.decoder.register_forward_hook(lambda module, args, out: rows_seen.append(args[0].shape[:-1]))
+    trainer.train()
+    assert len(rows_seen) == 1 and len(rows_seen[0]) == 1 and rows_seen[0][0] < 4 * 8  # (N,) masked rows
+    trainer.evaluate()
+    assert rows_seen[-1] == (4, 8)  # evaluation: the standard (B, T, V) logits
+    assert model.config.sparse_prediction is False
 
 
 def test_spt_trainer_flushes_denormals_on_cpu(tmp_path):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from transformers import AttentionInterface, PreTrainedModel
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
 
 from ..models.modeling_spt import eager_attention_forward
 
@@ -62,6 +63,7 @@ def score_probe_attention(
 
 
 AttentionInterface.register(PROBE_ATTENTION, score_probe_attention)
+ALL_MASK_ATTENTION_FUNCTIONS.register(PROBE_ATTENTION, eager_mask)  # the probe reads eager's additive mask
 
 
 @contextlib.contextmanager

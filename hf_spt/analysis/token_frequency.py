@@ -17,6 +17,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..training.collators import DataCollatorForSpt
 from ..training.losses import token_id_counts
+from ..training.pretrain_trainer import sparse_prediction
 from .eval_mode import evaluating
 from .plotting import saved_figure
 
@@ -67,9 +68,12 @@ def per_token_mlm_loss(
             for start in range(0, len(sequences), batch_size):
                 batch = collate([{"input_ids": list(ids)} for ids in sequences[start : start + batch_size]])
                 labels = batch["labels"]
-                logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
-                               labels=labels.to(device)).logits  # (N, V) at masked positions
+                with sparse_prediction(model, enabled=True):
+                    logits = model(input_ids=batch["input_ids"].to(device),
+                                   attention_mask=batch["attention_mask"].to(device),
+                                   labels=labels.to(device)).logits  # (N, V) at masked positions, or (B, T, V)
                 targets = labels[labels != -100]
+                logits = logits[labels.to(device) != -100] if logits.dim() == 3 else logits
                 losses = torch.nn.functional.cross_entropy(logits.double().cpu(), targets, reduction="none")
                 loss_sum.index_add_(0, targets, losses)
                 count.index_add_(0, targets, torch.ones_like(losses))

@@ -7,6 +7,7 @@ training settings) from one phase of the two-phase pipeline.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,26 @@ from transformers import PreTrainedConfig, TrainingArguments
 from ..tasks import Task
 from ..training.model_card import PRETRAINING_TASKS, TRAINING_SETTINGS, SptModelCardData
 from .arguments import ExperimentArguments
+
+
+def starting_weights_reference(
+    init_from: str | Path | None, phase_folder: str | Path, hub_model_id: str | None
+) -> tuple[str | None, str | None]:
+    """How a card names the weights a phase started from: (the name, the `base_model` Hub id or None).
+
+    Never a local absolute path, which a Hub push would publish: a folder of this run that the run
+    pushed (`hub_model_id` set, the folder a sibling of `phase_folder`) is named by the Hub id it
+    went to, `hub_model_id-<folder name>`; any other local folder by its path relative to the run
+    folder (the parent of `phase_folder`); a Hub id as it is.
+    """
+    if init_from is None:
+        return None, None
+    if not Path(init_from).exists():
+        return str(init_from), str(init_from)
+    source, run_folder = Path(init_from).resolve(), Path(phase_folder).resolve().parent
+    if hub_model_id and source.parent == run_folder:
+        return f"{hub_model_id}-{source.name}", f"{hub_model_id}-{source.name}"
+    return Path(os.path.relpath(source, run_folder)).as_posix(), None
 
 
 def phase_card_data(
@@ -42,7 +63,7 @@ def phase_card_data(
     backbone = getattr(config, "backbone", None) or config
     had_spt = phase in ("pretrain", "spt") or spt_epochs is not None
     objective = exp.spt_objective if had_spt else None
-    init = str(init_from) if init_from is not None else None
+    init, base_model = starting_weights_reference(init_from, args.output_dir, exp.hub_model_id if exp.push_to_hub else None)
     training = {name: getattr(args, name) for name in TRAINING_SETTINGS}
     training.update(extra_training or {})
     return SptModelCardData(
@@ -52,7 +73,7 @@ def phase_card_data(
         architecture=backbone.model_type,
         objective=objective,
         init_from=init,
-        base_model=init if init and not Path(init).exists() else None,
+        base_model=base_model,
         pretraining_data=(pretraining_data or f"the training inputs of task {task.name} ({len(task.dataset['train'])} "
                           "rows, labels unused)") if had_spt else None,
         pretraining_task=PRETRAINING_TASKS[objective] if objective else None,
@@ -67,4 +88,4 @@ def phase_card_data(
     )
 
 
-__all__ = ["phase_card_data"]
+__all__ = ["phase_card_data", "starting_weights_reference"]

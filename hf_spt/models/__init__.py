@@ -1,7 +1,10 @@
 """Layer 1, models: configuration, the SPT encoder and its heads, positions, tokenizers.
 
 Depends on transformers only. Importing it registers `model_type="spt"` (and hf_spt's
-any-backbone classifier) with transformers' Auto classes.
+any-backbone classifier) with transformers' Auto classes, and registers the classes for the Auto
+API's remote code (`register_for_auto_class`): `save_pretrained`/`push_to_hub` then write
+`auto_map` and copy the model's code into the folder, so that
+`AutoModelFor...from_pretrained(folder, trust_remote_code=True)` loads it where hf_spt is not installed.
 """
 
 from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification
@@ -17,6 +20,13 @@ AutoModelForMaskedLM.register(SptConfig, SptForMaskedLM, exist_ok=True)
 AutoModelForSequenceClassification.register(SptConfig, SptForSequenceClassification, exist_ok=True)
 AutoConfig.register(BackboneClassifierConfig.model_type, BackboneClassifierConfig, exist_ok=True)
 AutoModelForSequenceClassification.register(BackboneClassifierConfig, BackboneForSequenceClassification, exist_ok=True)
+
+SptConfig.register_for_auto_class()
+SptModel.register_for_auto_class("AutoModel")
+SptForMaskedLM.register_for_auto_class("AutoModelForMaskedLM")
+SptForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
+BackboneClassifierConfig.register_for_auto_class()
+BackboneForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
 
 __all__ = [
     "SptConfig",

@@ -17,7 +17,7 @@ from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedMode
 from transformers.configuration_utils import SubConfigSpec
 
 from .heads import PooledClassifierMixin, classifier_features
-from .configuration_spt import POOLING_TYPES
+from .configuration_spt import check_pooling
 
 
 @strict
@@ -42,8 +42,7 @@ class BackboneClassifierConfig(PreTrainedConfig):
 
     def validate_architecture(self):
         """Reject an unknown pooling, naming the valid ones."""
-        if self.pooling not in POOLING_TYPES:
-            raise ValueError(f"Unknown pooling {self.pooling!r}; choose one of {', '.join(POOLING_TYPES)}.")
+        check_pooling(self.pooling)
 
     @property
     def hidden_size(self) -> int:

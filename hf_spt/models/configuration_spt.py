@@ -14,6 +14,12 @@ POSITION_EMBEDDING_TYPES = ("sinusoidal", "learned", "rotary", "alibi", "none")
 POOLING_TYPES = ("mean", "max", "last", "cls", "last_mean")
 
 
+def check_pooling(pooling: str) -> None:
+    """Reject an unknown pooling name, naming the valid ones (SPT config, backbone config, `pool`)."""
+    if pooling not in POOLING_TYPES:
+        raise ValueError(f"Unknown pooling {pooling!r}; choose one of {', '.join(POOLING_TYPES)}.")
+
+
 @strict
 class SptConfig(PreTrainedConfig):
     r"""
@@ -46,6 +52,10 @@ class SptConfig(PreTrainedConfig):
             `last_mean` (last token concatenated with the mean, as in Balestriero & Huang).
         two_tower: classification of text pairs with one shared encoder; the classifier reads
             [u, v, u*v, u-v] of the two pooled vectors (LRA Retrieval).
+        sparse_prediction: [`SptForMaskedLM`] with `labels` computes logits only at the labelled
+            positions and returns them flat, (num_masked, vocab_size), as ModernBERT's flag does;
+            off by default, when logits are (batch, length, vocab_size). `PretrainTrainer` turns
+            it on for its training steps.
         mask_token_id / cls_token_id: ids of the tokenizer's `[MASK]` and `[CLS]` tokens.
     """
 
@@ -68,6 +78,7 @@ class SptConfig(PreTrainedConfig):
     embedding_init_std: float = 1.0
     pooling: str = "mean"
     two_tower: bool = False
+    sparse_prediction: bool = False
     pad_token_id: int | None = 0
     mask_token_id: int | None = 1
     cls_token_id: int | None = 2
@@ -85,8 +96,7 @@ class SptConfig(PreTrainedConfig):
                 f"Unknown position_embedding_type {self.position_embedding_type!r}; "
                 f"choose one of {', '.join(POSITION_EMBEDDING_TYPES)}."
             )
-        if self.pooling not in POOLING_TYPES:
-            raise ValueError(f"Unknown pooling {self.pooling!r}; choose one of {', '.join(POOLING_TYPES)}.")
+        check_pooling(self.pooling)
         head_dim = self.hidden_size // self.num_attention_heads
         if self.position_embedding_type == "rotary" and head_dim % 2:
             raise ValueError(f"rotary positions need an even head size, got {head_dim}.")
@@ -94,4 +104,4 @@ class SptConfig(PreTrainedConfig):
             raise ValueError(f"sinusoidal positions need an even hidden_size, got {self.hidden_size}.")
 
 
-__all__ = ["SptConfig", "POSITION_EMBEDDING_TYPES", "POOLING_TYPES"]
+__all__ = ["SptConfig", "POSITION_EMBEDDING_TYPES", "POOLING_TYPES", "check_pooling"]

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers.loss.loss_utils import ForSequenceClassificationLoss
+from transformers import PreTrainedConfig
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from .configuration_spt import POOLING_TYPES
+from .configuration_spt import check_pooling
 
 
 def pooled_size(hidden_size: int, pooling: str) -> int:
@@ -33,8 +33,7 @@ def last_token_index(attention_mask: torch.Tensor) -> torch.Tensor:
 
 def pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor | None, pooling: str) -> torch.Tensor:
     """Pool `hidden_states` (B, T, D) over the real tokens of `attention_mask` (B, T)."""
-    if pooling not in POOLING_TYPES:
-        raise ValueError(f"Unknown pooling {pooling!r}; choose one of {', '.join(POOLING_TYPES)}.")
+    check_pooling(pooling)
     if attention_mask is None:
         attention_mask = torch.ones(hidden_states.shape[:2], dtype=torch.long, device=hidden_states.device)
     mask = attention_mask.to(hidden_states.dtype).unsqueeze(-1)  # (B, T, 1)
@@ -51,6 +50,40 @@ def pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor | None, pooli
     return torch.cat((last, mean), dim=-1)  # last_mean
 
 
+def classification_loss(
+    labels: torch.Tensor, logits: torch.Tensor, config: PreTrainedConfig, num_items_in_batch: torch.Tensor | int | None = None
+) -> torch.Tensor:
+    """transformers' sequence-classification loss (`config.problem_type`, inferred as it does), made
+    right under gradient accumulation.
+
+    The per-item losses are summed and divided by `num_items_in_batch`, the Trainer's count of labels
+    over all the batches of one optimizer step (examples; label entries for multi-label and
+    multi-output regression); without it by this batch's count, which is the plain mean.
+    transformers' own `ForSequenceClassificationLoss` uses the count for single-label only.
+    """
+    if config.problem_type is None:
+        if config.num_labels == 1:
+            config.problem_type = "regression"
+        elif labels.dtype in (torch.long, torch.int):
+            config.problem_type = "single_label_classification"
+        else:
+            config.problem_type = "multi_label_classification"
+    labels = labels.to(logits.device)
+    if config.problem_type == "regression":
+        predictions = logits.float().squeeze(-1) if config.num_labels == 1 else logits.float()
+        total = nn.functional.mse_loss(predictions, labels.float().view(predictions.shape), reduction="sum")
+    elif config.problem_type == "single_label_classification":
+        total = nn.functional.cross_entropy(logits.view(-1, config.num_labels).float(), labels.view(-1), reduction="sum")
+    elif config.problem_type == "multi_label_classification":
+        total = nn.functional.binary_cross_entropy_with_logits(logits.float(), labels.float(), reduction="sum")
+    else:
+        raise ValueError(f"Unknown problem_type {config.problem_type!r}.")
+    count = labels.ne(-100).sum() if num_items_in_batch is None else num_items_in_batch
+    if torch.is_tensor(count):
+        count = count.to(total.device)
+    return total / count
+
+
 def classifier_features(hidden_size: int, pooling: str, two_tower: bool) -> int:
     """Width of the classifier's input: the pooled vector, or [u, v, u*v, u-v] of two."""
     return pooled_size(hidden_size, pooling) * (4 if two_tower else 1)
@@ -58,7 +91,11 @@ def classifier_features(hidden_size: int, pooling: str, two_tower: bool) -> int:
 
 class PooledClassifierMixin:
     """`forward` of a `PreTrainedModel` whose encoder is `self.base_model` and whose head is
-    `self.dropout` + `self.classifier`."""
+    `self.dropout` + `self.classifier`.
+
+    `**kwargs` takes the Trainer's `num_items_in_batch`, which the loss divides by
+    (`classification_loss`), so gradient accumulation gives the full batch's step.
+    """
 
     classifier: nn.Linear
     dropout: nn.Dropout
@@ -95,11 +132,13 @@ class PooledClassifierMixin:
             _, pair_pooled = self._encode(pair_input_ids, pair_attention_mask, None, False, False)
             pooled = torch.cat((pooled, pair_pooled, pooled * pair_pooled, pooled - pair_pooled), dim=-1)
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
-        loss = None if labels is None else ForSequenceClassificationLoss(labels, logits, self.config)
+        loss = None
+        if labels is not None:
+            loss = classification_loss(labels, logits, self.config, kwargs.get("num_items_in_batch"))
         output = SequenceClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
         return output if return_dict else output.to_tuple()
 
 
-__all__ = ["PooledClassifierMixin", "classifier_features", "pool", "pooled_size", "last_token_index"]
+__all__ = ["PooledClassifierMixin", "classification_loss", "classifier_features", "pool", "pooled_size", "last_token_index"]

@@ -8,8 +8,6 @@ base model plus a small module. Parameter names are a contract used by partial l
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import nn
 from transformers import PreTrainedModel
@@ -17,33 +15,11 @@ from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
-from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
+from .attention_spt import SptAttention, attention_bias, eager_attention_forward
 from .configuration_spt import SptConfig
 from .heads import PooledClassifierMixin, classifier_features
-from .positions import alibi_bias, alibi_slopes, apply_rotary, rotary_cos_sin, rotary_inverse_frequencies, sinusoidal_table
-
-
-def eager_attention_forward(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float,
-    dropout: float = 0.0,
-    **kwargs,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Softmax attention written out, returning the probabilities (B, H, T, T) too."""
-    scores = torch.matmul(query, key.transpose(2, 3)) * scaling  # (B, H, T, T)
-    if attention_mask is not None:
-        scores = scores + attention_mask
-    # softmax in float32 at least (bf16/fp16 inputs), and in float64 for float64 inputs (analysis probes)
-    probs = nn.functional.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32))
-    probs = probs.to(query.dtype)
-    probs = nn.functional.dropout(probs, p=dropout, training=module.training)
-    output = torch.matmul(probs, value).transpose(1, 2).contiguous()  # (B, T, H, hd)
-    return output, probs
+from .positions import alibi_slopes, rotary_cos_sin, rotary_inverse_frequencies, sinusoidal_table
 
 
 class SptEmbeddings(nn.Module):
@@ -77,54 +53,6 @@ class SptEmbeddings(nn.Module):
         if table is not None:
             inputs_embeds = inputs_embeds + table[position_ids].to(inputs_embeds.dtype)
         return self.dropout(inputs_embeds)
-
-
-class SptAttention(nn.Module):
-    """Multi-head self-attention with projections `q_proj`, `k_proj`, `v_proj`, `o_proj`."""
-
-    def __init__(self, config: SptConfig, layer_idx: int):
-        super().__init__()
-        self.config = config
-        self.layer_idx = layer_idx
-        self.num_heads = config.num_attention_heads
-        self.head_dim = config.hidden_size // config.num_attention_heads
-        self.scaling = self.head_dim**-0.5
-        self.is_causal = False
-        self.q_proj = nn.Linear(config.hidden_size, config.hidden_size)
-        self.k_proj = nn.Linear(config.hidden_size, config.hidden_size)
-        self.v_proj = nn.Linear(config.hidden_size, config.hidden_size)
-        self.o_proj = nn.Linear(config.hidden_size, config.hidden_size)
-
-    def forward(
-        self,
-        hidden_states: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
-        output_attentions: bool = False,
-        **kwargs,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        batch, length, _ = hidden_states.shape
-        shape = (batch, length, self.num_heads, self.head_dim)
-        query = self.q_proj(hidden_states).view(shape).transpose(1, 2)  # (B, H, T, hd)
-        key = self.k_proj(hidden_states).view(shape).transpose(1, 2)
-        value = self.v_proj(hidden_states).view(shape).transpose(1, 2)
-        if rotary is not None:
-            query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
-
-        implementation = "eager" if output_attentions else self.config._attn_implementation
-        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
-        output, probs = attention_interface(
-            self,
-            query,
-            key,
-            value,
-            attention_mask,
-            dropout=self.config.attention_probs_dropout_prob if self.training else 0.0,
-            scaling=self.scaling,
-            **kwargs,
-        )
-        output = self.o_proj(output.reshape(batch, length, -1))
-        return output, probs
 
 
 class SptMLP(nn.Module):
@@ -177,6 +105,7 @@ class SptPreTrainedModel(PreTrainedModel):
     _supports_flash_attn = True
     _supports_flex_attn = False
     _supports_attention_backend = True
+    _can_compile_fullgraph = True  # masks are built without data-dependent branches (attention_spt)
 
     def _init_weights(self, module: nn.Module) -> None:
         """transformers' normal init (std `initializer_range`), token embeddings at `embedding_init_std`,
@@ -222,25 +151,6 @@ class SptModel(SptPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings.word_embeddings = value
 
-    def _attention_bias(self, attention_mask: torch.Tensor | None, embeds: torch.Tensor) -> torch.Tensor | None:
-        """The mask each attention back-end expects; None when nothing is masked (keeps the fast kernels)."""
-        implementation = self.config._attn_implementation
-        length = embeds.shape[1]
-        has_padding = attention_mask is not None and not bool(attention_mask.all())
-        if implementation.startswith("flash"):
-            if self.alibi_slopes is not None:
-                raise ValueError("alibi positions need attn_implementation='sdpa' or 'eager', not flash attention.")
-            return attention_mask if has_padding else None
-        bias = None
-        if has_padding:
-            keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
-            bias = torch.zeros(keep.shape, dtype=embeds.dtype, device=embeds.device)
-            bias = bias.masked_fill(~keep, torch.finfo(embeds.dtype).min)
-        if self.alibi_slopes is not None:
-            distance_bias = alibi_bias(self.alibi_slopes, length, embeds.dtype)  # (1, H, T, T)
-            bias = distance_bias if bias is None else bias + distance_bias
-        return bias
-
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -271,7 +181,7 @@ class SptModel(SptPreTrainedModel):
         if position_ids is None:
             position_ids = torch.arange(length, device=inputs_embeds.device).expand(batch, length)
         hidden_states = self.embeddings(inputs_embeds, position_ids)
-        bias = self._attention_bias(attention_mask, hidden_states)
+        bias = attention_bias(self.config, attention_mask, hidden_states, self.alibi_slopes)
         rotary = None
         if self.rotary_inv_freq is not None:
             rotary = rotary_cos_sin(position_ids, self.rotary_inv_freq, hidden_states.dtype)
@@ -296,29 +206,40 @@ class SptModel(SptPreTrainedModel):
 
 
 class SptLMHead(nn.Module):
-    """BERT's MLM head: dense + activation + LayerNorm, then a decoder tied to the token embeddings."""
+    """BERT's MLM head: dense + activation + LayerNorm, then a decoder tied to the token embeddings.
+
+    As in BERT, the output bias `bias` is the decoder's own bias (tied by `_tied_weights_keys`),
+    so `resize_token_embeddings` resizes it with the decoder.
+    """
 
     def __init__(self, config: SptConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.act = ACT2FN[config.hidden_act]
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        return self.decoder(self.norm(self.act(self.dense(hidden_states)))) + self.bias
+        return self.decoder(self.norm(self.act(self.dense(hidden_states))))
 
 
 class SptForMaskedLM(SptPreTrainedModel):
     """Encoder plus MLM head for self-pretraining.
 
-    With `labels`, logits are computed only at the masked positions (`labels != -100`) and
-    returned flat, shape (num_masked, vocab_size): projecting every token onto the vocabulary
-    would cost T/num_masked times more for nothing. Without labels, logits cover every token.
+    Logits are (B, T, vocab_size), as for every transformers masked LM. With
+    `config.sparse_prediction` and `labels` (ModernBERT's switch), they are computed only at the
+    labelled positions (`labels != -100`) and come back flat, (num_masked, vocab_size):
+    projecting every token onto the vocabulary costs T/num_masked times more for nothing, so
+    `PretrainTrainer` turns it on for its training steps. The loss is the same either way, and
+    under gradient accumulation it is divided by the masked tokens of the whole step
+    (`num_items_in_batch`), as transformers' `ForMaskedLMLoss` does.
     """
 
-    _tied_weights_keys = {"lm_head.decoder.weight": "spt.embeddings.word_embeddings.weight"}
+    _tied_weights_keys = {
+        "lm_head.decoder.weight": "spt.embeddings.word_embeddings.weight",
+        "lm_head.decoder.bias": "lm_head.bias",
+    }
 
     def __init__(self, config: SptConfig):
         super().__init__(config)
@@ -331,6 +252,7 @@ class SptForMaskedLM(SptPreTrainedModel):
 
     def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
         self.lm_head.decoder = new_embeddings
+        self.lm_head.bias = new_embeddings.bias
 
     def forward(
         self,
@@ -355,13 +277,13 @@ class SptForMaskedLM(SptPreTrainedModel):
             return_dict=True,
         )
         hidden_states = outputs.last_hidden_state  # (B, T, D)
-        loss = None
-        if labels is None:
-            logits = self.lm_head(hidden_states)  # (B, T, V)
-        else:
+        if labels is not None and self.config.sparse_prediction:
             masked = labels != -100  # (B, T)
-            logits = self.lm_head(hidden_states[masked])  # (N, V): masked positions only
-            loss = nn.functional.cross_entropy(logits.float(), labels[masked])
+            hidden_states, labels = hidden_states[masked], labels[masked]  # (N, D), (N,)
+        logits = self.lm_head(hidden_states)  # (B, T, V), or (N, V) when sparse
+        loss = None
+        if labels is not None:
+            loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size, **kwargs)
         output = MaskedLMOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )

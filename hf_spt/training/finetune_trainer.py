@@ -13,7 +13,7 @@ from transformers import EvalPrediction, PreTrainedModel, PreTrainedTokenizerBas
 from ..errors import UserInputError
 from .collators import DataCollatorForClassification
 from .arguments import FinetuneArguments
-from .losses import weighted_class_loss
+from .losses import label_weight_total, weighted_class_loss
 from .metrics import SHIPPED_METRICS, load_metric
 from .model_card import ModelCardMixin
 
@@ -75,6 +75,15 @@ class FinetuneTrainer(ModelCardMixin, Trainer):
                 f"class_weights has {len(self.class_weights)} entries but the model has {model.config.num_labels} labels."
             )
 
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        """The step's batches; with `class_weights`, their total label weight replaces the label count
+        `num_items_in_batch`, so the weighted loss is right under gradient accumulation."""
+        batch_samples, num_items_in_batch = super().get_batch_samples(epoch_iterator, num_batches, device)
+        if self.class_weights is not None and num_items_in_batch is not None:
+            labels = (batch["labels"] for batch in batch_samples)
+            num_items_in_batch = label_weight_total(labels, self.class_weights).to(device)
+        return batch_samples, num_items_in_batch
+
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """The model's loss, or with `class_weights` the class-weighted cross-entropy (same forward pass)."""
         labels = inputs.get("labels")
@@ -82,8 +91,9 @@ class FinetuneTrainer(ModelCardMixin, Trainer):
         if self.class_weights is not None and labels is not None:
             if labels.dim() != 1 or labels.is_floating_point():
                 raise UserInputError("class_weights apply to single-label classification only (integer labels, one per row).")
-            loss = weighted_class_loss(outputs["logits"], labels, self.class_weights)
-            self.loss_is_scaled_for_ga = False  # a per-batch weighted mean: the Trainer divides it for accumulation
+            loss = weighted_class_loss(outputs["logits"], labels, self.class_weights, num_items_in_batch)
+            # divided by the step's total weight when the Trainer counted it, else a per-batch mean it divides itself
+            self.loss_is_scaled_for_ga = num_items_in_batch is not None
         return (loss, outputs) if return_outputs else loss
 
 

@@ -66,25 +66,62 @@ def inverse_frequency_token_weights(sequences: Iterable[Sequence[int]], vocab_si
     return (total / (distinct * counts.clamp(min=1.0))).float()
 
 
-def weighted_token_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, shift: bool) -> torch.Tensor:
+def _lm_targets(labels: torch.Tensor, flat_logits: bool, shift: bool) -> torch.Tensor:
+    """The labels an LM loss scores: shifted for causal LMs, the labelled ones only for flat logits."""
+    if shift:
+        labels = labels[:, 1:]
+    return labels[labels != -100] if flat_logits else labels
+
+
+def weighted_token_loss(
+    logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, shift: bool, total_weight: torch.Tensor | None = None
+) -> torch.Tensor:
     """Token-weighted cross-entropy of language-model `logits` against `labels` (-100 = ignored).
 
     `logits` are (B, T, V) for any masked or causal LM (`shift`: position t predicts t+1), or
-    (N, V) at the N labelled positions only, as `SptForMaskedLM` returns them.
+    (N, V) at the N labelled positions only (`SptForMaskedLM` with `sparse_prediction`).
+    sum_i w[y_i] * loss_i is divided by `total_weight` (`label_weight_total` over every batch of
+    the optimizer step, so gradient accumulation gives the full batch's loss), else by this
+    batch's sum_i w[y_i].
     """
     if shift:
-        logits, labels = logits[:, :-1], labels[:, 1:]
-    if logits.dim() == 2 and labels.dim() == 2:  # flat logits: one row per labelled position
-        labels = labels[labels != -100]
+        logits = logits[:, :-1]
+    labels = _lm_targets(labels, logits.dim() == 2 and labels.dim() == 2, shift)
     weights = weights.to(device=logits.device)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), weight=weights,
-                           ignore_index=-100)
+    flat_logits, flat_labels = logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1)
+    if total_weight is None:
+        return F.cross_entropy(flat_logits, flat_labels, weight=weights, ignore_index=-100)
+    total = F.cross_entropy(flat_logits, flat_labels, weight=weights, ignore_index=-100, reduction="sum")
+    return total / total_weight.to(total.device)
 
 
-def weighted_class_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Class-weighted cross-entropy of single-label logits (B, C) against labels (B,)."""
-    return F.cross_entropy(logits.float(), labels.long(), weight=weights.to(logits.device))
+def weighted_class_loss(
+    logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, total_weight: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Class-weighted cross-entropy of single-label logits (B, C) against labels (B,).
+
+    sum_i w[y_i] * loss_i divided by `total_weight` (over every batch of the optimizer step),
+    else by this batch's sum_i w[y_i].
+    """
+    weights = weights.to(logits.device)
+    if total_weight is None:
+        return F.cross_entropy(logits.float(), labels.long(), weight=weights)
+    total = F.cross_entropy(logits.float(), labels.long(), weight=weights, reduction="sum")
+    return total / total_weight.to(total.device)
+
+
+def label_weight_total(label_batches: Iterable[torch.Tensor], weights: torch.Tensor, shift: bool = False) -> torch.Tensor:
+    """sum_i w[y_i] over the labelled positions (-100 skipped) of all the batches of one optimizer step.
+
+    The weighted losses divide by it under gradient accumulation, as transformers' losses divide by
+    the Trainer's `num_items_in_batch` (`shift`: causal LM labels, position 0 never scored).
+    """
+    total = torch.zeros((), dtype=torch.float64)
+    for labels in label_batches:
+        targets = _lm_targets(labels, True, shift).long().cpu()
+        total += weights.double().cpu()[targets].sum()
+    return total.float()
 
 
 __all__ = ["CLASS_WEIGHTING", "TOKEN_WEIGHTING", "class_weights", "token_id_counts", "inverse_frequency_token_weights",
-           "weighted_token_loss", "weighted_class_loss"]
+           "weighted_token_loss", "weighted_class_loss", "label_weight_total"]

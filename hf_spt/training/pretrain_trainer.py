@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
 from datasets import Dataset, concatenate_datasets
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
 from ..errors import UserInputError
 from .collators import DataCollatorForSpt, fixed_masking
-from .losses import TOKEN_WEIGHTING, inverse_frequency_token_weights, weighted_token_loss
-from .model_card import ModelCardMixin
+from .losses import TOKEN_WEIGHTING, inverse_frequency_token_weights, label_weight_total, weighted_token_loss
 from .arguments import PretrainArguments
+from .model_card import ModelCardMixin
+
+
+@contextlib.contextmanager
+def sparse_prediction(model: PreTrainedModel, enabled: bool) -> Iterator[None]:
+    """Within the block, an SPT masked LM (`config.sparse_prediction`) projects only the masked positions.
+
+    Other architectures have no such switch and are left as they are.
+    """
+    config = model.config
+    if not enabled or not hasattr(config, "sparse_prediction"):
+        yield
+        return
+    before, config.sparse_prediction = config.sparse_prediction, True
+    try:
+        yield
+    finally:
+        config.sparse_prediction = before
+
 
 def inputs_only(dataset: Dataset) -> Dataset:
     """The inputs SPT reads: `input_ids` only, labels never. For pair tasks both documents are rows."""
@@ -27,8 +48,8 @@ class PretrainTrainer(ModelCardMixin, Trainer):
     Drops label columns from the datasets and builds a `DataCollatorForSpt` from the arguments'
     masking options unless a collator is given. With that collator the validation set is masked
     once (`fixed_masking`, seeded by `args.seed`), so every evaluation, resumed runs' included,
-    scores the same masked tokens and the best checkpoint is chosen on a fixed target. On CPU it flushes denormals to zero
-    (`args.flush_denormal`; README, Performance).
+    scores the same masked tokens and the best checkpoint is chosen on a fixed target. On CPU it
+    flushes denormals to zero (`args.flush_denormal`; docs/performance.md).
     """
 
     def __init__(
@@ -77,15 +98,34 @@ class PretrainTrainer(ModelCardMixin, Trainer):
             return None
         return inverse_frequency_token_weights(train_dataset["input_ids"], model.config.get_text_config().vocab_size)
 
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        """The step's batches; with `token_weighting`, their total label weight replaces the label count
+        `num_items_in_batch`, so the weighted loss is right under gradient accumulation."""
+        batch_samples, num_items_in_batch = super().get_batch_samples(epoch_iterator, num_batches, device)
+        if self.token_weights is not None and num_items_in_batch is not None:
+            labels = (batch["labels"] for batch in batch_samples)
+            num_items_in_batch = label_weight_total(labels, self.token_weights, shift=self._causal).to(device)
+        return batch_samples, num_items_in_batch
+
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        """The model's LM loss, or with `token_weighting` its token-weighted mean (from the same forward pass)."""
+        """The model's LM loss, or with `token_weighting` its token-weighted mean (from the same forward pass).
+
+        Training steps of the SPT encoder compute logits at the masked positions only
+        (`sparse_prediction`); evaluation gets the standard (B, T, V) logits.
+        """
         labels = inputs.get("labels")
-        loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
+        with sparse_prediction(self.accelerator.unwrap_model(model), enabled=model.training):
+            loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
         if self.token_weights is not None and labels is not None:
-            causal = not getattr(self.data_collator, "mlm", True)
-            loss = weighted_token_loss(outputs["logits"], labels, self.token_weights, shift=causal)
-            self.loss_is_scaled_for_ga = False  # a per-batch weighted mean: the Trainer divides it for accumulation
+            loss = weighted_token_loss(outputs["logits"], labels, self.token_weights, self._causal, num_items_in_batch)
+            # divided by the step's total weight when the Trainer counted it, else a per-batch mean it divides itself
+            self.loss_is_scaled_for_ga = num_items_in_batch is not None
         return (loss, outputs) if return_outputs else loss
 
+    @property
+    def _causal(self) -> bool:
+        """Whether the collator builds causal-LM labels (the model shifts them)."""
+        return not getattr(self.data_collator, "mlm", True)
 
-__all__ = ["PretrainTrainer", "inputs_only"]
+
+__all__ = ["PretrainTrainer", "inputs_only", "sparse_prediction"]

@@ -1,0 +1,122 @@
+"""Self-attention of the SPT encoder and the attention mask each back-end reads.
+
+Attention goes through transformers' `ALL_ATTENTION_FUNCTIONS` (SDPA by default, eager for
+`output_attentions=True`). Masks come from `transformers.masking_utils.create_bidirectional_mask`,
+as in BERT and ModernBERT: no Python branch on the mask's values, so `torch.export` and
+`torch.compile(fullgraph=True)` trace it, while an eager unpadded batch still gets no mask at all
+and SDPA keeps its fused kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from transformers import PreTrainedConfig
+from transformers.masking_utils import create_bidirectional_mask
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+from .positions import alibi_bias, apply_rotary
+
+
+def eager_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax attention written out, returning the probabilities (B, H, T, T) too.
+
+    `attention_mask` is additive (float) or boolean (True = attend), as SDPA takes it.
+    """
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling  # (B, H, T, T)
+    if attention_mask is not None and attention_mask.dtype == torch.bool:  # SDPA's mask, for output_attentions
+        scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
+    elif attention_mask is not None:
+        scores = scores + attention_mask
+    # softmax in float32 at least (bf16/fp16 inputs), and in float64 for float64 inputs (analysis probes)
+    probs = nn.functional.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32))
+    probs = probs.to(query.dtype)
+    probs = nn.functional.dropout(probs, p=dropout, training=module.training)
+    output = torch.matmul(probs, value).transpose(1, 2).contiguous()  # (B, T, H, hd)
+    return output, probs
+
+
+def attention_bias(
+    config: PreTrainedConfig, attention_mask: torch.Tensor | None, embeds: torch.Tensor, alibi: torch.Tensor | None
+) -> torch.Tensor | None:
+    """The mask the configured attention back-end expects, plus ALiBi's distance bias when `alibi` slopes are given.
+
+    Padding: transformers' bidirectional mask (None when nothing is padded, outside tracing;
+    boolean (B, 1, T, T) for SDPA, additive float for eager, the 2D mask for flash attention).
+    ALiBi (`alibi`: per-head slopes) turns it into an additive float bias (B or 1, H, T, T).
+    """
+    mask = create_bidirectional_mask(config=config, inputs_embeds=embeds, attention_mask=attention_mask)
+    if alibi is None:
+        return mask
+    if config._attn_implementation.startswith("flash"):
+        raise ValueError("alibi positions need attn_implementation='sdpa' or 'eager', not flash attention.")
+    bias = alibi_bias(alibi, embeds.shape[1], embeds.dtype)  # (1, H, T, T)
+    if mask is None:
+        return bias
+    if mask.dtype == torch.bool:
+        mask = torch.zeros(mask.shape, dtype=embeds.dtype, device=embeds.device).masked_fill(
+            ~mask, torch.finfo(embeds.dtype).min
+        )
+    return bias + mask
+
+
+class SptAttention(nn.Module):
+    """Multi-head self-attention with projections `q_proj`, `k_proj`, `v_proj`, `o_proj`."""
+
+    def __init__(self, config: PreTrainedConfig, layer_idx: int):
+        super().__init__()
+        self.config = config
+        self.layer_idx = layer_idx
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.scaling = self.head_dim**-0.5
+        self.is_causal = False
+        self.q_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.k_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.v_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.o_proj = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+        output_attentions: bool = False,
+        **kwargs,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        batch, length, _ = hidden_states.shape
+        shape = (batch, length, self.num_heads, self.head_dim)
+        query = self.q_proj(hidden_states).view(shape).transpose(1, 2)  # (B, H, T, hd)
+        key = self.k_proj(hidden_states).view(shape).transpose(1, 2)
+        value = self.v_proj(hidden_states).view(shape).transpose(1, 2)
+        if rotary is not None:
+            query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
+
+        implementation = "eager" if output_attentions else self.config._attn_implementation
+        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
+        output, probs = attention_interface(
+            self,
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout=self.config.attention_probs_dropout_prob if self.training else 0.0,
+            scaling=self.scaling,
+            **kwargs,
+        )
+        output = self.o_proj(output.reshape(batch, length, -1))
+        return output, probs
+
+
+__all__ = ["eager_attention_forward", "attention_bias", "SptAttention"]
