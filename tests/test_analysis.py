@@ -219,15 +219,15 @@ TINY_TASK = {"num_train": 48, "num_validation": 16, "num_test": 16, "length": 12
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
     """A tiny compare run (SPT, fine-tuning, scratch) with --log_proximity."""
-    from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
+    from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
     from hf_spt.experiments.pipeline import run_experiment
 
     output = tmp_path_factory.mktemp("run")
     run_experiment(
         DataArguments(task="markov", task_options=TINY_TASK),
         ModelArguments(hidden_size=16, num_attention_heads=2, intermediate_size=32),
-        ExperimentArguments(output_dir=str(output), spt_epochs=2, finetune_epochs=1, log_proximity=True,
-                            trainer_options={"report_to": "none", "disable_tqdm": True}),
+        ExperimentArguments(pretrain_epochs=2, finetune_epochs=1, log_proximity=True),
+        SharedTrainingArguments(output_dir=str(output), report_to="none", disable_tqdm=True),
     )
     return output
 

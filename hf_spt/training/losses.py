@@ -22,8 +22,8 @@ CLASS_WEIGHTING = ("none", "balanced")
 TOKEN_WEIGHTING = ("none", "inverse_frequency")
 
 
-def class_weights(spec: str | None, labels: Sequence[int], num_labels: int) -> list[float] | None:
-    """Class weights from `--class_weights`: None/"none", "balanced", or a comma list of `num_labels` floats.
+def class_weights_from_spec(spec: str | None, labels: Sequence[int], num_labels: int) -> list[float] | None:
+    """Class weights from a `--class_weighting` spec: None/"none", "balanced", or a comma list of `num_labels` floats.
 
     "balanced" is scikit-learn's rule, n_samples / (num_labels * count_c): every class then carries
     the same total weight over the training labels (a class absent from them gets weight 0).
@@ -37,9 +37,9 @@ def class_weights(spec: str | None, labels: Sequence[int], num_labels: int) -> l
     try:
         weights = [float(value) for value in spec.split(",")]
     except ValueError:
-        raise ValueError(f"--class_weights {spec!r}: use none, balanced, or {num_labels} comma-separated numbers.") from None
+        raise ValueError(f"--class_weighting {spec!r}: use none, balanced, or {num_labels} comma-separated numbers.") from None
     if len(weights) != num_labels or min(weights) < 0:
-        raise ValueError(f"--class_weights {spec!r}: give {num_labels} non-negative numbers, one per class.")
+        raise ValueError(f"--class_weighting {spec!r}: give {num_labels} non-negative numbers, one per class.")
     return weights
 
 
@@ -78,5 +78,5 @@ def weighted_class_loss(logits: torch.Tensor, labels: torch.Tensor, weights: tor
     return F.cross_entropy(logits.float(), labels.long(), weight=weights.to(logits.device))
 
 
-__all__ = ["CLASS_WEIGHTING", "TOKEN_WEIGHTING", "class_weights", "inverse_frequency_token_weights",
+__all__ = ["CLASS_WEIGHTING", "TOKEN_WEIGHTING", "class_weights_from_spec", "inverse_frequency_token_weights",
            "weighted_token_loss", "weighted_class_loss"]
