@@ -243,7 +243,8 @@ class ExperimentArguments(RunOptions, FinetuneOptions, PretrainOptions):
         return PHASE_DEFAULTS[phase][setting] if value is None else value
 
 
-def _phase_default(default: Any, help_text: str) -> Any:
+def _setting(default: Any, help_text: str) -> Any:
+    """A field with its `--help` text."""
     return field(default=default, metadata={"help": help_text})
 
 
@@ -259,33 +260,33 @@ class SharedTrainingArguments(TrainingArguments):
 
     _argument_group_name = "Both phases (transformers TrainingArguments)"
 
-    output_dir: str | None = _phase_default("runs/markov", "Where the phase folders, results.json and results.md go.")
-    overwrite_output_dir: bool = _phase_default(
+    output_dir: str | None = _setting("runs/markov", "Where the phase folders, results.json and results.md go.")
+    overwrite_output_dir: bool = _setting(
         False, "Delete the folders of the phases this run trains before training (default: a re-run skips finished "
         "phases and resumes interrupted ones).")
-    seed: int = _phase_default(0, "Seed of data generation, init, masking and shuffling.")
-    optim: str = _phase_default("adamw_torch", "Optimizer of both phases.")
-    warmup_steps: float = _phase_default(0.1, "Linear warm-up: steps, or a fraction of all steps (<1).")
-    learning_rate: float | None = _phase_default(
+    seed: int = _setting(0, "Seed of data generation, init, masking and shuffling.")
+    optim: str = _setting("adamw_torch", "Optimizer of both phases.")
+    warmup_steps: float = _setting(0.1, "Linear warm-up: steps, or a fraction of all steps (<1).")
+    learning_rate: float | None = _setting(
         None, "Peak learning rate of both phases (default: 1e-3; --pretrain_/--finetune_learning_rate win).")
-    num_train_epochs: float | None = _phase_default(
+    num_train_epochs: float | None = _setting(
         None, "Epochs of both phases (default: 25 pretraining, 4 fine-tuning; --pretrain_/--finetune_epochs win).")
-    per_device_train_batch_size: int | None = _phase_default(
+    per_device_train_batch_size: int | None = _setting(
         None, "Batch size of both phases (default: the task preset; --pretrain_/--finetune_batch_size win).")
-    max_steps: int | None = _phase_default(
+    max_steps: int | None = _setting(
         None, "Steps of both phases; above 0 they replace the epochs (--pretrain_/--finetune_max_steps win).")
-    per_device_eval_batch_size: int | None = _phase_default(None, "Evaluation batch size (default: the phase's training batch).")
-    hub_strategy: str | None = _phase_default(None, "With --push_to_hub (default: end, the final model of each phase only).")
-    hub_model_id: str | None = _phase_default(None, "Hub repo prefix: phases go to HUB_MODEL_ID-pretrain, -spt, -scratch.")
-    dataloader_pin_memory: bool | None = _phase_default(None, "Pin data-loader memory (default: only with an accelerator).")
-    eval_strategy: str | None = _phase_default(None, "Default: each phase's own (epoch).")
-    save_strategy: str | None = _phase_default(None, "Default: each phase's own (epoch).")
-    logging_strategy: str | None = _phase_default(None, "Default: each phase's own (epoch).")
-    load_best_model_at_end: bool | None = _phase_default(None, "Default: each phase's own (true: the best-validation checkpoint).")
-    metric_for_best_model: str | None = _phase_default(None, "Default: each phase's own (eval_loss, accuracy).")
-    greater_is_better: bool | None = _phase_default(None, "Default: each phase's own.")
-    save_total_limit: int | None = _phase_default(None, "Checkpoints kept per phase (default: each phase's own, 2).")
-    prediction_loss_only: bool | None = _phase_default(None, "Default: each phase's own (true when pretraining).")
+    per_device_eval_batch_size: int | None = _setting(None, "Evaluation batch size (default: the phase's training batch).")
+    hub_strategy: str | None = _setting(None, "With --push_to_hub (default: end, the final model of each phase only).")
+    hub_model_id: str | None = _setting(None, "Hub repo prefix: phases go to HUB_MODEL_ID-pretrain, -spt, -scratch.")
+    dataloader_pin_memory: bool | None = _setting(None, "Pin data-loader memory (default: only with an accelerator).")
+    eval_strategy: str | None = _setting(None, "Default: each phase's own (epoch).")
+    save_strategy: str | None = _setting(None, "Default: each phase's own (epoch).")
+    logging_strategy: str | None = _setting(None, "Default: each phase's own (epoch).")
+    load_best_model_at_end: bool | None = _setting(None, "Default: each phase's own (true: the best-validation checkpoint).")
+    metric_for_best_model: str | None = _setting(None, "Default: each phase's own (eval_loss, accuracy).")
+    greater_is_better: bool | None = _setting(None, "Default: each phase's own.")
+    save_total_limit: int | None = _setting(None, "Checkpoints kept per phase (default: each phase's own, 2).")
+    prediction_loss_only: bool | None = _setting(None, "Default: each phase's own (true when pretraining).")
 
     def __post_init__(self):
         """No transformers validation here (the phases' arguments run it), only one repair: `HfArgumentParser`

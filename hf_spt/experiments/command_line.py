@@ -25,7 +25,7 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
-from .arguments import (PHASE_SETTINGS, DataArguments, ExperimentArguments, FinetuneOptions, ModelArguments,
+from .arguments import (PHASES, PHASE_SETTINGS, DataArguments, ExperimentArguments, FinetuneOptions, ModelArguments,
                         PretrainOptions, RunOptions, SharedTrainingArguments)
 from .pipeline import CUSTOM_DATA_FIELDS
 from .recipes import recipe_settings
@@ -82,7 +82,7 @@ def layered(layers: list[dict[str, Any]]) -> dict[str, Any]:
     for layer in layers:
         for generic, suffix in PHASE_SETTINGS.items():
             if generic in layer:
-                for phase in ("pretrain", "finetune"):
+                for phase in PHASES:
                     merged.pop(f"{phase}_{suffix}", None)
         merged.update(layer)
     return merged
@@ -131,7 +131,7 @@ def parse_arguments(
     parser.set_defaults(**layered([recipe_layer, file_settings]))
     for generic, suffix in PHASE_SETTINGS.items():  # a flag's generic budget beats the lower layers' per-phase values
         if generic in flags:
-            parser.set_defaults(**{f"{phase}_{suffix}": None for phase in ("pretrain", "finetune")})
+            parser.set_defaults(**{f"{phase}_{suffix}": None for phase in PHASES})
     data, model, pretrain, finetune, training, run, _ = parser.parse_args_into_dataclasses(
         args=argv, look_for_args_file=False)
     experiment = ExperimentArguments(**asdict(run), **asdict(finetune), **asdict(pretrain))
