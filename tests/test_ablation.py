@@ -19,13 +19,13 @@ def tiny_grid(output_dir: Path, arms: list[dict]) -> dict:
     return {"output_dir": str(output_dir), "seeds": [0, 1],
             "tasks": {"m": {"task": "markov", "task_options": {"num_train": 32, "num_validation": 16,
                                                                 "num_test": 16, "length": 12}}},
-            "experiment": {"spt_epochs": 1, "finetune_epochs": 1, "trainer_options": {"report_to": "none"}},
+            "experiment": {"pretrain_epochs": 1, "finetune_epochs": 1, "report_to": "none"},
             "model": {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 16},
             "arms": arms}
 
 
 ARMS = [{"name": "scratch"}, {"name": "spt", "pretrain": True}, {"name": "hybrid_qk", "init_parts": "qk"},
-        {"name": "frozen", "freeze": "attention"}]
+        {"name": "frozen", "freeze_parts": "attention"}]
 
 
 def test_interrupted_grid_resumes_without_redoing_finished_cells(tmp_path, monkeypatch):

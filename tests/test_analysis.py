@@ -217,15 +217,15 @@ TINY_TASK = {"num_train": 48, "num_validation": 16, "num_test": 16, "length": 12
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
     """A tiny compare run (SPT, fine-tuning, scratch) with --log_proximity."""
-    from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
+    from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
     from hf_spt.experiments.pipeline import run_experiment
 
     output = tmp_path_factory.mktemp("run")
     run_experiment(
         DataArguments(task="markov", task_options=TINY_TASK),
         ModelArguments(hidden_size=16, num_attention_heads=2, intermediate_size=32),
-        ExperimentArguments(output_dir=str(output), spt_epochs=2, finetune_epochs=1, log_proximity=True,
-                            trainer_options={"report_to": "none", "disable_tqdm": True}),
+        ExperimentArguments(pretrain_epochs=2, finetune_epochs=1, log_proximity=True),
+        SharedTrainingArguments(output_dir=str(output), report_to="none", disable_tqdm=True),
     )
     return output
 
@@ -318,7 +318,7 @@ def test_run_analysis_reads_an_ablation_grid(tmp_path):
     grid = {"output_dir": str(tmp_path / "grid"), "seeds": [0, 1],
             "arms": [{"name": "scratch"}, {"name": "spt", "pretrain": True}],
             "tasks": {"m": {"task": "markov", "task_options": TINY_TASK}},
-            "experiment": {"spt_epochs": 1, "finetune_epochs": 1, "trainer_options": {"report_to": "none", "use_cpu": True}},
+            "experiment": {"pretrain_epochs": 1, "finetune_epochs": 1, "report_to": "none", "use_cpu": True},
             "model": {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 16}}
     run_grid(parse_grid({**grid, "seeds": [1]}))
     assert json.loads((tmp_path / "grid" / "grid.json").read_text())["seeds"] == [1]  # the grid records itself

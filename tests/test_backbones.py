@@ -36,8 +36,8 @@ def _check_run(output_dir, model_type: str, pooling: str) -> None:
 
 @pytest.mark.parametrize("model_type,objective,pooling", CASES)
 def test_from_scratch_through_both_phases(tmp_path, model_type, objective, pooling):
-    weighting = dict(token_weighting="inverse_frequency", class_weights="balanced") if model_type == "gpt2" else {}
-    run_experiment(*tiny_arguments(tmp_path, model_type=model_type, from_scratch=True, spt_objective=objective,
+    weighting = dict(token_weighting="inverse_frequency", class_weighting="balanced") if model_type == "gpt2" else {}
+    run_experiment(*tiny_arguments(tmp_path, model_type=model_type, from_scratch=True, pretrain_objective=objective,
                                    **weighting))
     _check_run(tmp_path, model_type, pooling)
     pretrained = AutoConfig.from_pretrained(tmp_path / "pretrain")
@@ -48,7 +48,7 @@ def test_from_scratch_through_both_phases(tmp_path, model_type, objective, pooli
 
 @pytest.mark.parametrize("model_type,objective,pooling", CASES)
 def test_from_a_local_pretrained_folder(tmp_path, model_type, objective, pooling):
-    data_args, model_args, _ = tiny_arguments(tmp_path, model_type=model_type, from_scratch=True)
+    data_args, model_args, *_ = tiny_arguments(tmp_path, model_type=model_type, from_scratch=True)
     task = prepare_task(data_args, seed=0)
     config = build_backbone_config(task, model_args)
     saved = pretraining_model(config, objective)
@@ -56,7 +56,7 @@ def test_from_a_local_pretrained_folder(tmp_path, model_type, objective, pooling
     task.tokenizer.save_pretrained(tmp_path / "pretrained")
     run_experiment(*tiny_arguments(tmp_path / "run", model_name_or_path=str(tmp_path / "pretrained"),
                                    hidden_size=None, num_attention_heads=None, intermediate_size=None,
-                                   num_hidden_layers=None, spt_objective=objective))
+                                   num_hidden_layers=None, pretrain_objective=objective))
     _check_run(tmp_path / "run", model_type, pooling)
     scratch_card = ModelCard.load(tmp_path / "run" / "scratch" / "README.md")
     assert scratch_card.data.spt["init_from"] == "../pretrained"  # relative to the run folder, never absolute
@@ -72,7 +72,7 @@ def test_from_a_local_pretrained_folder(tmp_path, model_type, objective, pooling
 
 
 def test_pretrained_backbone_weights_are_loaded(tmp_path):
-    data_args, model_args, _ = tiny_arguments(tmp_path, model_type="bert", from_scratch=True)
+    data_args, model_args, *_ = tiny_arguments(tmp_path, model_type="bert", from_scratch=True)
     config = build_backbone_config(prepare_task(data_args, seed=0), model_args)
     saved = pretraining_model(config, "masked")
     saved.save_pretrained(tmp_path)
@@ -86,10 +86,10 @@ def test_pretrained_backbone_weights_are_loaded(tmp_path):
 
 
 def test_wrong_objective_and_bad_sources_fail_clearly(tmp_path):
-    data_args, model_args, _ = tiny_arguments(tmp_path, model_type="gpt2", from_scratch=True)
+    data_args, model_args, *_ = tiny_arguments(tmp_path, model_type="gpt2", from_scratch=True)
     task = prepare_task(data_args, seed=0)
     gpt2 = build_backbone_config(task, model_args)
-    with pytest.raises(ValueError, match="no masked-LM head.*--spt_objective causal"):
+    with pytest.raises(ValueError, match="no masked-LM head.*--pretrain_objective causal"):
         pretraining_model(gpt2, "masked")
     from hf_spt.experiments.model_config import build_config
 
@@ -106,7 +106,7 @@ def test_wrong_objective_and_bad_sources_fail_clearly(tmp_path):
 
 
 def test_masked_lm_of_any_encoder_reads_the_spt_collator(tmp_path):
-    data_args, model_args, _ = tiny_arguments(tmp_path, model_type="distilbert", from_scratch=True)
+    data_args, model_args, *_ = tiny_arguments(tmp_path, model_type="distilbert", from_scratch=True)
     config = build_backbone_config(prepare_task(data_args, seed=0), model_args)
     model = pretraining_model(config, "masked")
     assert isinstance(model, AutoModelForMaskedLM._model_mapping[type(config.backbone)])

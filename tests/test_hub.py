@@ -16,10 +16,10 @@ from hf_spt.training.checkpoints import HubNotReadyError
 
 def test_offline_push_fails_fast_before_training(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    data_args, model_args, exp = tiny_arguments(tmp_path / "run", push_to_hub=True, hub_model_id="me/markov")
+    data_args, model_args, exp, training = tiny_arguments(tmp_path / "run", push_to_hub=True, hub_model_id="me/markov")
     start = time.perf_counter()
     with pytest.raises(HubNotReadyError, match="HF_HUB_OFFLINE is set"):
-        run_experiment(data_args, model_args, exp)
+        run_experiment(data_args, model_args, exp, training)
     assert time.perf_counter() - start < 30  # generous bound: the check makes no network call offline
     assert not (tmp_path / "run").exists()  # nothing was trained or written
 

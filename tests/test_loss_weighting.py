@@ -11,16 +11,16 @@ from datasets import Dataset
 from hf_spt.models.configuration_spt import SptConfig
 from hf_spt.training.arguments import FinetuneArguments
 from hf_spt.training.finetune_trainer import FinetuneTrainer
-from hf_spt.training.losses import class_weights, inverse_frequency_token_weights, weighted_token_loss
+from hf_spt.training.losses import class_weights_from_spec, inverse_frequency_token_weights, weighted_token_loss
 from hf_spt.models.modeling_spt import SptForSequenceClassification
 
 
 def test_balanced_and_listed_class_weights():
-    assert class_weights("balanced", [0, 0, 0, 1], 2) == [4 / 6, 4 / 2]
-    assert class_weights("1,3", [0, 1], 2) == [1.0, 3.0]
-    assert class_weights("none", [0, 1], 2) is None
+    assert class_weights_from_spec("balanced", [0, 0, 0, 1], 2) == [4 / 6, 4 / 2]
+    assert class_weights_from_spec("1,3", [0, 1], 2) == [1.0, 3.0]
+    assert class_weights_from_spec("none", [0, 1], 2) is None
     with pytest.raises(ValueError, match="give 3 non-negative numbers"):
-        class_weights("1,2", [0, 1, 2], 3)
+        class_weights_from_spec("1,2", [0, 1, 2], 3)
 
 
 class FixedLogits(torch.nn.Module):

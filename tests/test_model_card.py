@@ -20,8 +20,8 @@ def golden_card_data() -> SptModelCardData:
     return SptModelCardData(
         model_name="markov-spt", phase="spt", task_name="markov", architecture="spt", objective="masked",
         init_from="runs/markov/pretrain", pretraining_data="the training inputs of task markov (4000 rows, labels unused)",
-        pretraining_task="masked-token reconstruction (loss on the masked positions only)", spt_epochs=30.0,
-        mlm_probability=0.15, transplanted=["all weights of runs/markov/pretrain except the task head"], frozen=[],
+        pretraining_task="masked-token reconstruction (loss on the masked positions only)", pretrain_epochs=30.0,
+        mlm_probability=0.15, init_parts=["all weights of runs/markov/pretrain except the task head"], freeze_parts=[],
         seed=0, metrics={"eval_accuracy": 0.9, "eval_loss": 0.25, "test_accuracy": 0.875, "seconds": 12.5},
         training={"learning_rate": 0.001, "optim": "adamw_torch"},
         versions={"hf_spt": "0.1.0", "transformers": "5.0", "torch": "2.0", "huggingface_hub": "1.0"},
@@ -40,7 +40,7 @@ def test_card_loads_with_its_metadata(tmp_path):
     assert "hf_spt" in card.data.tags and card.data.model_name == "markov-spt"
     metrics = {(r.dataset_split, r.metric_type): r.metric_value for r in card.data.eval_results}
     assert metrics == {("validation", "accuracy"): 0.9, ("validation", "loss"): 0.25, ("test", "accuracy"): 0.875}
-    assert card.data.spt["frozen"] == [] and card.data.spt["mlm_probability"] == 0.15
+    assert card.data.spt["freeze_parts"] == [] and card.data.spt["mlm_probability"] == 0.15
     (tmp_path / "bare").mkdir()
     bare = SptModelCardData(model_name="x", phase="scratch", task_name="markov", architecture="spt")
     unknown = write_model_card(bare, tmp_path / "bare")
@@ -59,7 +59,7 @@ def test_every_saved_folder_has_a_card_with_the_run_metrics(tmp_path):
         assert "import hf_spt" in card.text and "trust_remote_code=True" in card.text
         assert str(tmp_path) not in str(card) and str(tmp_path.resolve()) not in str(card)  # no local absolute path
     pretrain_card = ModelCard.load(tmp_path / "pretrain" / "README.md")
-    assert pretrain_card.data.pipeline_tag == "fill-mask" and pretrain_card.data.spt["spt_epochs"] == 1.0
+    assert pretrain_card.data.pipeline_tag == "fill-mask" and pretrain_card.data.spt["pretrain_epochs"] == 1.0
     assert ModelCard.load(tmp_path / "spt" / "README.md").data.spt["init_from"] == "pretrain"  # relative to the run
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hf_spt.experiments.recipes import recipe_settings
+from hf_spt.tasks import task_preset
 
 RUN_SPT = Path(__file__).parents[1] / "run_scripts" / "run_spt.py"
 
@@ -21,14 +22,29 @@ def parse(argv):
 
 
 def test_balestriero_huang_under_explicit_flags(tmp_path):
-    _, model, exp = parse(["--recipe", "balestriero_huang", "--finetune_batch_size", "32"])
-    assert exp.optim == "adafactor" and exp.lr_scheduler_type == "cosine" and exp.warmup_steps == 0.05
-    assert exp.finetune_max_steps == 10_000 and exp.spt_batch_size == 8 and model.pooling == "last_mean"
-    assert exp.finetune_batch_size == 32  # the flag wins
+    _, model, exp, training = parse(["--recipe", "balestriero_huang", "--finetune_batch_size", "32"])
+    assert training.optim == "adafactor" and training.lr_scheduler_type == "cosine" and training.warmup_steps == 0.05
+    assert exp.phase_setting(training, "finetune", "max_steps") == 10_000 and model.pooling == "last_mean"
+    assert exp.phase_setting(training, "pretrain", "batch_size") == 8
+    assert exp.phase_setting(training, "finetune", "batch_size") == 32  # the flag wins
     config = tmp_path / "run.json"
     config.write_text(json.dumps({"recipe": "balestriero_huang", "optim": "adamw_torch"}))
-    _, _, exp = parse(["--config_file", str(config)])
-    assert exp.optim == "adamw_torch" and exp.lr_scheduler_type == "cosine"  # the file wins over the recipe
+    _, _, exp, training = parse(["--config_file", str(config)])
+    assert training.optim == "adamw_torch" and training.lr_scheduler_type == "cosine"  # the file wins over the recipe
+
+
+def test_a_generic_flag_beats_the_recipes_per_phase_value():
+    _, _, exp, training = parse(["--recipe", "amos_lra", "--task", "image", "--num_train_epochs", "3"])
+    assert exp.phase_setting(training, "pretrain", "epochs") == 3  # not the recipe's 200 pretraining epochs
+    _, _, exp, training = parse(["--recipe", "amos_lra", "--task", "image"])
+    assert exp.phase_setting(training, "pretrain", "epochs") == 200 and exp.phase_setting(training, "finetune", "epochs") == 4
+
+
+def test_amos_lra_reads_the_registered_presets():
+    image = task_preset("image")
+    settings = recipe_settings("amos_lra", "image")
+    assert (settings["mlm_probability"], settings["per_device_train_batch_size"], settings["hidden_size"]) == (
+        image.mlm_probability, image.batch_size, image.model["hidden_size"])
 
 
 def test_amos_lra_per_task():

@@ -28,9 +28,9 @@ SCRATCH = {"mode": "scratch", "finetune_batch_size": 16}  # 48 rows: 3 steps an 
 
 
 def scratch_run(folder: Path, epochs: int = 1) -> dict:
-    data_args, model_args, exp = tiny_arguments(folder, **SCRATCH)
+    data_args, model_args, exp, training = tiny_arguments(folder, **SCRATCH)
     exp.finetune_epochs = epochs
-    return run_experiment(data_args, model_args, exp)
+    return run_experiment(data_args, model_args, exp, training)
 
 
 def interrupt(folder: Path) -> None:
@@ -99,7 +99,7 @@ def test_resumed_phase_counts_the_seconds_of_every_session(tmp_path):
 
 
 def test_validation_masks_are_fixed_across_evaluations_and_resumes(tmp_path):
-    data_args, model_args, _ = tiny_arguments(tmp_path)
+    data_args, model_args, *_ = tiny_arguments(tmp_path)
     task = prepare_task(data_args, seed=0)
     model = pretraining_model(build_config(task, model_args), "masked")
 
@@ -146,7 +146,7 @@ def test_grid_cells_in_child_processes_run_under_the_grid_lock(tmp_path):
     grid = parse_grid({"output_dir": str(tmp_path), "seeds": [0], "arms": [{"name": "scratch"}],
                        "tasks": {"m": {"task": "markov", "task_options": {"num_train": 16, "num_validation": 8,
                                                                            "num_test": 8, "length": 8}}},
-                       "experiment": {"finetune_epochs": 1, "trainer_options": {"report_to": "none", "use_cpu": True}},
+                       "experiment": {"finetune_epochs": 1, "report_to": "none", "use_cpu": True},
                        "model": {"num_hidden_layers": 1, "hidden_size": 8, "num_attention_heads": 2,
                                  "intermediate_size": 8}})
     cell = Cell("m", "scratch", 0)

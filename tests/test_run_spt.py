@@ -4,9 +4,11 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "run_scripts"))
@@ -16,9 +18,9 @@ from run_spt import main, parse_arguments  # noqa: E402
 TINY = [
     "--task_options", '{"num_train": 96, "num_validation": 32, "num_test": 32, "length": 24}',
     "--hidden_size", "16", "--intermediate_size", "32", "--num_attention_heads", "2",
-    "--spt_epochs", "2", "--finetune_epochs", "1", "--spt_batch_size", "16", "--finetune_batch_size", "16",
-    "--trainer_options", '{"disable_tqdm": true}',
+    "--finetune_epochs", "1", "--per_device_train_batch_size", "16", "--disable_tqdm", "true",
 ]
+PRETRAIN = ["--pretrain_epochs", "2"]  # only runs that pretrain may set it
 
 
 def run(argv):
@@ -26,7 +28,7 @@ def run(argv):
 
 
 def test_compare_run_writes_models_and_results_then_skips_finished_phases(tmp_path):
-    results = run(TINY + ["--output_dir", str(tmp_path)])
+    results = run(TINY + PRETRAIN + ["--output_dir", str(tmp_path)])
     assert [arm["arm"] for arm in results["arms"]] == ["scratch", "spt"]
     written = json.loads((tmp_path / "results.json").read_text())
     assert written["task"] == "markov" and written["world_size"] == 1
@@ -39,7 +41,7 @@ def test_compare_run_writes_models_and_results_then_skips_finished_phases(tmp_pa
     assert written["arms"][1]["init_from"] == str(tmp_path / "pretrain")
 
     stamp = (tmp_path / "spt" / "model.safetensors").stat().st_mtime_ns
-    again = run(TINY + ["--output_dir", str(tmp_path)])
+    again = run(TINY + PRETRAIN + ["--output_dir", str(tmp_path)])
     assert (tmp_path / "spt" / "model.safetensors").stat().st_mtime_ns == stamp, "finished phases are not redone"
     assert again["arms"] == results["arms"]
 
@@ -61,11 +63,16 @@ def test_interrupted_phase_resumes_from_its_last_checkpoint(tmp_path):
 def test_config_file_sets_defaults_and_flags_override(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text(f"output_dir: {tmp_path / 'out'}\nseed: 5\nfinetune_epochs: 9\n")
-    data, model, experiment = parse_arguments(["--config_file", str(config), "--seed", "7"])
-    assert (experiment.seed, experiment.finetune_epochs, experiment.output_dir) == (7, 9, str(tmp_path / "out"))
-    config.write_text("sead: 5\n")
+    data, model, experiment, training = parse_arguments(["--config_file", str(config), "--seed", "7"])
+    assert (training.seed, experiment.finetune_epochs, training.output_dir) == (7, 9, str(tmp_path / "out"))
+    config.write_text("sead: 5\nbf16: true\n")
     with pytest.raises(ValueError, match="unknown settings \\['sead'\\]"):
         parse_arguments(["--config_file", str(config)])
+    json_config = tmp_path / "run.json"  # TrainingArguments' names too, in JSON
+    json_config.write_text(json.dumps({"gradient_accumulation_steps": 4, "pretrain_max_steps": 3}))
+    _, _, experiment, training = parse_arguments(["--config_file", str(json_config), "--max_steps", "5"])
+    assert training.gradient_accumulation_steps == 4 and training.max_steps == 5
+    assert experiment.pretrain_max_steps is None, "the flag's generic --max_steps beats the file's per-phase value"
 
 
 def test_bad_input_fails_before_training_with_the_fix(tmp_path):
@@ -99,3 +106,96 @@ def test_two_gloo_ranks_really_run(tmp_path):
     assert results["world_size"] == 2
     state = json.loads(sorted((tmp_path / "scratch").glob("checkpoint-*"))[-1].joinpath("trainer_state.json").read_text())
     assert state["global_step"] == 3, "96 examples / (16 per device x 2 ranks) = 3 steps per epoch"
+
+
+def phase_arguments_of(argv, tmp_path):
+    """The Trainer arguments both phases would get from `argv` (built as the pipeline builds them)."""
+    from hf_spt.experiments.phase_arguments import finetune_arguments, pretrain_arguments
+    from hf_spt.experiments.pipeline import prepare_task
+
+    data, _, experiment, training = parse_arguments(argv)
+    task = prepare_task(data, training.seed)
+    return (pretrain_arguments(task, experiment, training, tmp_path / "pretrain"),
+            finetune_arguments(task, experiment, training, tmp_path / "spt", task.preset.num_labels))
+
+
+def test_training_arguments_flags_reach_both_phases_and_per_phase_flags_win(tmp_path):
+    shared = ["--gradient_accumulation_steps", "2", "--logging_steps", "3", "--save_total_limit", "1",
+              "--lr_scheduler_type", "cosine", "--report_to", "none"]
+    pretrain, finetune = phase_arguments_of(TINY + PRETRAIN + shared + ["--learning_rate", "5e-4", "--finetune_learning_rate",
+                                                               "1e-4", "--max_steps", "7"], tmp_path)
+    for args in (pretrain, finetune):
+        assert (args.gradient_accumulation_steps, args.logging_steps, args.save_total_limit) == (2, 3, 1)
+        assert args.lr_scheduler_type == "cosine" and args.max_steps == 7 and args.seed == 0
+        assert args.load_best_model_at_end and args.eval_strategy == "epoch", "each phase keeps its own defaults"
+    assert (pretrain.learning_rate, finetune.learning_rate) == (5e-4, 1e-4)
+    assert (pretrain.num_train_epochs, finetune.num_train_epochs) == (2, 1)
+    assert pretrain.output_dir == str(tmp_path / "pretrain") and finetune.output_dir == str(tmp_path / "spt")
+    pretrain, finetune = phase_arguments_of(["--task_options", TINY[1]], tmp_path)  # our defaults, not transformers'
+    assert (pretrain.learning_rate, pretrain.num_train_epochs, finetune.num_train_epochs) == (1e-3, 25, 4)
+    assert (pretrain.per_device_train_batch_size, pretrain.optim, pretrain.warmup_steps) == (32, "adamw_torch", 0.1)
+    assert pretrain.save_total_limit == 2 and finetune.metric_for_best_model == "accuracy"
+
+
+def test_max_steps_bounds_both_phases(tmp_path):
+    results = run(TINY + PRETRAIN + ["--output_dir", str(tmp_path), "--max_steps", "2", "--save_total_limit", "1"])
+    for phase in ("pretrain", "spt", "scratch"):
+        history = json.loads((tmp_path / phase / "log_history.json").read_text())
+        assert max(entry["step"] for entry in history) == 2, phase
+    assert results["training"]["max_steps"] == 2
+
+
+def test_overwrite_output_dir_retrains_finished_phases(tmp_path):
+    argv = TINY + ["--output_dir", str(tmp_path), "--mode", "scratch"]
+    run(argv)
+    stamp = (tmp_path / "scratch" / "model.safetensors").stat().st_mtime_ns
+    run(argv + ["--overwrite_output_dir"])
+    assert (tmp_path / "scratch" / "model.safetensors").stat().st_mtime_ns != stamp
+
+
+def test_help_groups_the_flags_by_phase(capsys):
+    with pytest.raises(SystemExit):
+        parse_arguments(["--help"])
+    output = capsys.readouterr().out
+    text = output[output.index("\nData:"):]  # the groups, after the usage line
+    groups = ["Data:", "Model:", "Pretraining (SPT) phase:", "Fine-tuning phase:",
+              "Both phases (transformers TrainingArguments):", "Experiment:"]
+    positions = [text.index(group) for group in groups]
+    assert positions == sorted(positions)
+    assert text.index("--pretrain_epochs") < positions[3] < text.index("--finetune_epochs") < positions[4]
+    assert text.index("--gradient_accumulation_steps") > positions[4] and "--config_file" in output
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--mode", "scratch", "--pretrain_epochs", "3"], "--pretrain_epochs: only the pretraining phase reads it"),
+    (["--mode", "finetune", "--mlm_probability", "0.3"], "--mlm_probability: only the pretraining phase"),
+    (["--mode", "spt", "--class_weighting", "balanced"], "--class_weighting: only fine-tuning reads it"),
+    (["--mode", "spt", "--finetune_epochs", "3"], "--finetune_epochs: only fine-tuning reads it"),
+    (["--mode", "scratch", "--init_from", "x"], "--init_from: --mode scratch starts from random weights"),
+    (["--learning_rate", "1e-3", "--pretrain_learning_rate", "1e-3", "--finetune_learning_rate", "1e-4"],
+     "--learning_rate: --pretrain_learning_rate and --finetune_learning_rate set every phase"),
+    (["--mode", "scratch", "--max_steps", "5", "--finetune_max_steps", "3"], "--max_steps: --finetune_max_steps"),
+    (["--train_file", "x.csv"], "--train_file: only --task custom reads it"),
+    (["--hub_model_id", "me/x"], "--hub_model_id: it is read only with --push_to_hub"),
+    (["--proximity_every_n_steps", "5"], "it is read only with --log_proximity"),
+])
+def test_a_given_flag_the_run_does_not_read_is_an_error(argv, message):
+    with pytest.raises(ValueError, match=message.replace("(", "\\(")):
+        parse_arguments(argv)
+
+
+def test_unread_setting_in_a_config_file_is_an_error_too(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text("mode: spt\nfinetune_learning_rate: 0.01\n")
+    with pytest.raises(ValueError, match="--finetune_learning_rate: only fine-tuning reads it"):
+        parse_arguments(["--config_file", str(config)])
+
+
+def test_no_pin_memory_warning_without_an_accelerator(tmp_path):
+    if torch.accelerator.is_available():
+        pytest.skip("an accelerator pins memory")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(TINY + ["--output_dir", str(tmp_path), "--mode", "scratch"])
+    assert not [w for w in caught if "pin_memory" in str(w.message)]
+    assert not [w for w in caught if "hf_spt" in w.filename or "run_spt" in w.filename], "the package's own warnings"

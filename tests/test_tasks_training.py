@@ -12,17 +12,18 @@ from huggingface_hub import ModelCard
 from task_files import (SHORT_LISTOPS, write_aan, write_custom_csv, write_image_folder, write_imdb, write_listops,
                         write_pathfinder_release)
 
-from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
+from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import finetune, prepare_pretrain_task, prepare_task, pretrain, run_experiment
 
 TINY_MODEL = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
 
 
-def tiny_experiment(output_dir: Path, **overrides) -> ExperimentArguments:
-    settings = dict(output_dir=str(output_dir), spt_epochs=1, finetune_epochs=1, spt_batch_size=8,
-                    finetune_batch_size=8, trainer_options={"report_to": "none", "use_cpu": True})
-    return ExperimentArguments(**{**settings, **overrides})
+def tiny_experiment(output_dir: Path, **overrides) -> tuple[ExperimentArguments, SharedTrainingArguments]:
+    settings = dict(pretrain_epochs=1, finetune_epochs=1, **overrides)
+    training = SharedTrainingArguments(output_dir=str(output_dir), per_device_train_batch_size=8, report_to="none",
+                                       use_cpu=True)
+    return ExperimentArguments(**settings), training
 
 
 @pytest.fixture(autouse=True)
@@ -49,9 +50,9 @@ def test_spt_then_finetune_runs_on_every_task(tmp_path, name):
                               task_options={**options, "cache_dir": str(tmp_path / "cache")})
     task = prepare_task(data_args, seed=0)
     config = build_config(task, ModelArguments(**TINY_MODEL))
-    exp = tiny_experiment(tmp_path / "run")
-    spt = pretrain(task, config, exp, tmp_path / "run" / "pretrain")
-    arm = finetune(task, config, exp, tmp_path / "run" / "spt", "spt", init_from=tmp_path / "run" / "pretrain")
+    exp, training = tiny_experiment(tmp_path / "run")
+    spt = pretrain(task, config, exp, training, tmp_path / "run" / "pretrain")
+    arm = finetune(task, config, exp, training, tmp_path / "run" / "spt", "spt", init_from=tmp_path / "run" / "pretrain")
     assert spt["eval_loss"] > 0 and 0 <= arm["test_accuracy"] <= 1
     assert config.two_tower == (name == "retrieval")
 
@@ -60,7 +61,7 @@ def test_generated_pathfinder_pretrains_the_image_task(tmp_path):
     data_args = DataArguments(task="image", data_dir=str(write_image_folder(tmp_path / "images")),
                               task_options={"image_size": 32}, pretrain_task="pathfinder",
                               pretrain_task_options={"num_images": 48, "cache_dir": str(tmp_path / "cache")})
-    results = run_experiment(data_args, ModelArguments(**TINY_MODEL), tiny_experiment(tmp_path / "run"))
+    results = run_experiment(data_args, ModelArguments(**TINY_MODEL), *tiny_experiment(tmp_path / "run"))
     pathfinder_rows = len(prepare_pretrain_task(data_args, prepare_task(data_args, 0), 0).dataset["train"])
     image_rows = len(prepare_task(data_args, 0).dataset["train"])
     steps = {rows: -(-rows // 8) for rows in (pathfinder_rows, image_rows)}  # one epoch of batch 8
@@ -88,10 +89,9 @@ def test_user_csv_with_string_labels_runs_through_run_spt_in_compare_mode(tmp_pa
     run_spt = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run_spt)
     argv = ["--task", "custom", "--train_file", files["train"], "--test_file", files["test"], "--mode", "compare",
-            "--output_dir", str(tmp_path / "run"), "--spt_epochs", "1", "--finetune_epochs", "1",
-            "--spt_batch_size", "8", "--finetune_batch_size", "8", "--hidden_size", "16", "--num_hidden_layers", "1",
-            "--num_attention_heads", "2", "--intermediate_size", "32",
-            "--trainer_options", '{"report_to": "none", "use_cpu": true}']
+            "--output_dir", str(tmp_path / "run"), "--pretrain_epochs", "1", "--finetune_epochs", "1",
+            "--per_device_train_batch_size", "8", "--hidden_size", "16", "--num_hidden_layers", "1",
+            "--num_attention_heads", "2", "--intermediate_size", "32", "--report_to", "none", "--use_cpu"]
     results = run_spt.main(*run_spt.parse_arguments(argv))
     assert [arm["arm"] for arm in results["arms"]] == ["scratch", "spt"]
     saved = json.loads((tmp_path / "run" / "spt" / "config.json").read_text())

@@ -73,7 +73,7 @@ def test_unknown_task_option_lists_the_valid_ones():
 
 
 def test_missing_init_from_folder_says_no_such_folder(tmp_path):
-    data_args, model_args, _ = tiny_arguments(tmp_path)
+    data_args, model_args, *_ = tiny_arguments(tmp_path)
     config = build_config(prepare_task(data_args, seed=0), model_args)
     for missing in (tmp_path / "runs" / "pretrain", "runs/x/pretrain", "./pretrain"):
         with pytest.raises(FileNotFoundError, match=f"No such folder: {missing}"):
@@ -81,7 +81,7 @@ def test_missing_init_from_folder_says_no_such_folder(tmp_path):
 
 
 def test_corrupt_safetensors_names_the_file_and_the_fix(tmp_path):
-    data_args, model_args, _ = tiny_arguments(tmp_path)
+    data_args, model_args, *_ = tiny_arguments(tmp_path)
     config = build_config(prepare_task(data_args, seed=0), model_args)
     pretraining_model(config, "masked").save_pretrained(tmp_path / "pretrain")
     weights = tmp_path / "pretrain" / "model.safetensors"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
+from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 
 TINY_TASK = {"num_train": 48, "num_validation": 16, "num_test": 16, "length": 16, "num_symbols": 16}
 QUIET = {"report_to": "none", "disable_tqdm": True, "use_cpu": True}
@@ -12,13 +12,16 @@ QUIET = {"report_to": "none", "disable_tqdm": True, "use_cpu": True}
 torch.set_num_threads(1)
 
 
-def tiny_arguments(output_dir, **model) -> tuple[DataArguments, ModelArguments, ExperimentArguments]:
+def tiny_arguments(
+    output_dir, **model
+) -> tuple[DataArguments, ModelArguments, ExperimentArguments, SharedTrainingArguments]:
     """Markov task of 48 sequences of 16 tokens, a 16-wide 1-layer model, one epoch per phase."""
     sizes = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
     experiment = {k: model.pop(k) for k in list(model) if k in ExperimentArguments.__dataclass_fields__}
+    training = {k: model.pop(k) for k in list(model) if k in SharedTrainingArguments.__dataclass_fields__}
     return (
         DataArguments(task_options=dict(TINY_TASK)),
         ModelArguments(**{**sizes, **model}),
-        ExperimentArguments(output_dir=str(output_dir), spt_epochs=1, finetune_epochs=1, trainer_options=dict(QUIET),
-                            **experiment),
+        ExperimentArguments(pretrain_epochs=1, finetune_epochs=1, **experiment),
+        SharedTrainingArguments(output_dir=str(output_dir), **QUIET, **training),
     )

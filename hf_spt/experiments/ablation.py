@@ -1,16 +1,18 @@
 """The ablation grid of Coser et al. (arXiv 2605.21070): arms x seeds x tasks, resumable, on several processes.
 
 A grid file (YAML or JSON, see `run_scripts/ablation_default.yaml`) names tasks, seeds, shared
-experiment/model settings and arms. An arm is a configuration of one fine-tuning run:
+settings and arms. `experiment:` takes `run_spt.py`'s experiment and TrainingArguments settings
+by their flag names (`pretrain_epochs`, `finetune_epochs`, `learning_rate`, `report_to`...), `model:`
+its model settings. An arm is a configuration of one fine-tuning run:
 
     name             label in the tables
     pretrain         start from an SPT checkpoint (implied by the four options below)
     init_parts       hybrid init: fresh model plus only these parts of the checkpoint ("qk", "attention"...)
     pretrain_task    key of `tasks` or `pretrain_tasks` to pretrain on (cross-task SPT; default: the cell's task)
-    pretrain_epochs  SPT epochs (default: experiment.spt_epochs)
-    freeze           parts kept at their initial values ("attention")
+    pretrain_epochs  pretraining epochs (default: the experiment's, as run_spt.py resolves them)
+    freeze_parts     parts kept at their initial values ("attention")
     num_layers       depth (default: model.num_hidden_layers or the task preset)
-    compute_matched  fine-tune for SPT epochs + fine-tuning epochs (scratch with SPT's budget)
+    compute_matched  fine-tune for pretraining + fine-tuning epochs (scratch with SPT's budget)
 
 Layout under `output_dir`: `pretrain/<task>_e<epochs>_L<depth>_s<seed>/` (one SPT checkpoint,
 shared by every arm that needs it), `cells/<task>/<arm>/seed<seed>/` (one fine-tuning run, done
@@ -31,7 +33,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -40,9 +42,10 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
+from ..tasks import task_preset
 from ..training.parts import parse_parts
 from .ablation_report import write_report
-from .arguments import DataArguments, ExperimentArguments, ModelArguments
+from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from .model_config import build_config
 from .pipeline import PHASE_RESULT_NAME, finetune, prepare_task, pretrain
 from .run_folder import locks_output_dir, read_json, write_json
@@ -72,14 +75,14 @@ class Arm:
     init_parts: str | None = None
     pretrain_task: str | None = None
     pretrain_epochs: float | None = None
-    freeze: str | None = None
+    freeze_parts: str | None = None
     num_layers: int | None = None
     compute_matched: bool = False
 
     def __post_init__(self):
         self.pretrain = self.pretrain or any(
             v is not None for v in (self.init_parts, self.pretrain_task, self.pretrain_epochs))
-        for parts in (self.init_parts, self.freeze):
+        for parts in (self.init_parts, self.freeze_parts):
             if parts is not None:
                 parse_parts(parts)
         if self.compute_matched and self.pretrain:
@@ -102,8 +105,8 @@ class Grid:
         return {**self.pretrain_tasks, **self.tasks}[key]
 
 
-def _checked(cls, values: dict[str, Any], where: str) -> dict[str, Any]:
-    known = {f.name for f in fields(cls)}
+def _checked(cls, values: dict[str, Any], where: str, *more_classes: type) -> dict[str, Any]:
+    known = {f.name for c in (cls, *more_classes) for f in fields(c)}
     unknown = sorted(set(values) - known)
     if unknown:
         raise ValueError(f"{where}: unknown setting(s) {unknown}; valid: {sorted(known)}.")
@@ -117,7 +120,7 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     raw["pretrain_tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: pretrain_tasks.{k}"))
                              for k, v in (raw.get("pretrain_tasks") or {}).items()}
     raw["arms"] = [Arm(**_checked(Arm, arm, f"{source}: arm {arm.get('name')!r}")) for arm in raw["arms"]]
-    _checked(ExperimentArguments, raw.get("experiment") or {}, f"{source}: experiment")
+    _checked(ExperimentArguments, raw.get("experiment") or {}, f"{source}: experiment", SharedTrainingArguments)
     _checked(ModelArguments, raw.get("model") or {}, f"{source}: model")
     grid = Grid(**raw)
     names = [arm.name for arm in grid.arms]
@@ -169,8 +172,12 @@ class Cell:
         return Path(grid.output_dir) / CELLS_DIR / self.task / self.arm / f"seed{self.seed}"
 
 
-def _experiment(grid: Grid, seed: int, **overrides: Any) -> ExperimentArguments:
-    return ExperimentArguments(**{**grid.experiment, "output_dir": grid.output_dir, "seed": seed, **overrides})
+def _experiment(grid: Grid, seed: int) -> tuple[ExperimentArguments, SharedTrainingArguments]:
+    """The grid's experiment settings for `seed`, split into experiment and TrainingArguments settings."""
+    own = {f.name for f in fields(ExperimentArguments)}
+    settings = {**grid.experiment, "output_dir": grid.output_dir, "seed": seed}
+    return (ExperimentArguments(**{k: v for k, v in settings.items() if k in own}),
+            SharedTrainingArguments(**{k: v for k, v in settings.items() if k not in own}))
 
 
 def _model_arguments(grid: Grid, num_layers: int | None) -> ModelArguments:
@@ -191,11 +198,9 @@ def _arm(grid: Grid, name: str) -> Arm:
 
 
 def _depth(grid: Grid, arm: Arm, task_key: str) -> int:
-    """The arm's number of layers, the preset's when neither the arm nor the grid's model sets it."""
-    depth = arm.num_layers or grid.model.get("num_hidden_layers")
-    if depth is None:
-        depth = _prepare(grid, task_key, 0, None)[1].num_hidden_layers
-    return depth
+    """The arm's number of layers, the task preset's when neither the arm nor the grid's model sets it."""
+    return arm.num_layers or grid.model.get("num_hidden_layers") or task_preset(grid.task_spec(task_key).task).model[
+        "num_hidden_layers"]
 
 
 def cells(grid: Grid) -> list[Cell]:
@@ -207,24 +212,31 @@ def pretrain_job(grid: Grid, cell: Cell) -> PretrainJob | None:
     arm = _arm(grid, cell.arm)
     if not arm.pretrain:
         return None
-    epochs = arm.pretrain_epochs if arm.pretrain_epochs is not None else _experiment(grid, cell.seed).spt_epochs
+    epochs = arm.pretrain_epochs
+    if epochs is None:
+        exp, training = _experiment(grid, cell.seed)
+        epochs = exp.phase_setting(training, "pretrain", "epochs")
     return PretrainJob(arm.pretrain_task or cell.task, float(epochs), _depth(grid, arm, cell.task), cell.seed)
 
 
 def run_pretrain_job(grid: Grid, job: PretrainJob) -> dict[str, Any]:
     task, config = _prepare(grid, job.task, job.seed, job.num_layers)
-    return pretrain(task, config, _experiment(grid, job.seed, spt_epochs=job.epochs), job.folder(grid))
+    exp, training = _experiment(grid, job.seed)
+    return pretrain(task, config, replace(exp, pretrain_epochs=job.epochs), training, job.folder(grid))
 
 
 def run_cell(grid: Grid, cell: Cell) -> dict[str, Any]:
     """Fine-tune one cell (skipped, returning its result, when its phase.json exists)."""
     arm = _arm(grid, cell.arm)
     task, config = _prepare(grid, cell.task, cell.seed, arm.num_layers)
-    exp = _experiment(grid, cell.seed)
+    exp, training = _experiment(grid, cell.seed)
     job = pretrain_job(grid, cell)
-    epochs = exp.spt_epochs + exp.finetune_epochs if arm.compute_matched else None
-    return finetune(task, config, exp, cell.folder(grid), arm.name, init_from=job.folder(grid) if job else None,
-                    init_parts=arm.init_parts, freeze=arm.freeze, epochs=epochs)
+    epochs = None
+    if arm.compute_matched:
+        epochs = exp.phase_setting(training, "pretrain", "epochs") + exp.phase_setting(training, "finetune", "epochs")
+    return finetune(task, config, exp, training, cell.folder(grid), arm.name,
+                    init_from=job.folder(grid) if job else None, init_parts=arm.init_parts,
+                    freeze_parts=arm.freeze_parts, epochs=epochs)
 
 
 def _run_unit(grid: Grid, kind: str, unit: PretrainJob | Cell, isolate: bool, device_index: int | None) -> None:
@@ -278,7 +290,7 @@ def collect_rows(grid: Grid) -> list[dict[str, Any]]:
         job = pretrain_job(grid, cell)
         rows.append({"task": cell.task, "arm": cell.arm, "seed": cell.seed,
                      "test_accuracy": result.get("test_accuracy"), "eval_accuracy": result.get("eval_accuracy"),
-                     "seconds": result.get("seconds"), "init_parts": arm.init_parts, "freeze": arm.freeze,
+                     "seconds": result.get("seconds"), "init_parts": arm.init_parts, "freeze_parts": arm.freeze_parts,
                      "pretrain_task": job.task if job else None, "pretrain_epochs": job.epochs if job else None,
                      "num_layers": _depth(grid, arm, cell.task), "compute_matched": arm.compute_matched})
     return rows

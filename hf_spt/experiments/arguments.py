@@ -1,20 +1,40 @@
-"""Command-line arguments of `run_spt.py`, as `HfArgumentParser` dataclasses.
+"""Command-line arguments of `run_spt.py`, as `HfArgumentParser` dataclasses, one `--help` group each.
 
-Three groups: the task (`DataArguments`), the model (`ModelArguments`, `None` = the task's
-preset) and the experiment (`ExperimentArguments`: which phases, their budgets, and the
-Trainer options both phases share). A JSON or YAML file (`--config_file`) sets defaults that
-command-line flags override.
+- `DataArguments` ("Data"): the task and its files.
+- `ModelArguments` ("Model"): sizes and architecture (`None` = the task's preset).
+- `PretrainOptions` ("Pretraining (SPT) phase") and `FinetuneOptions` ("Fine-tuning phase"):
+  what differs between the two phases (budgets, masking, parts, class weighting).
+- `SharedTrainingArguments` ("Both phases (transformers TrainingArguments)"): every flag of
+  transformers' `TrainingArguments` (`--bf16`, `--gradient_accumulation_steps`, `--report_to`...),
+  given to both phases, plus `--overwrite_output_dir`.
+- `RunOptions` ("Experiment"): which phases run (`--mode`), the recipe, the proximity probe.
+
+`ExperimentArguments` joins the two phase groups and the run group into the object the
+pipeline reads. The generic `--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size`
+and `--max_steps` default to `None` here so that a given value can be told from our defaults: given,
+they set both phases (a per-phase flag wins for its phase); not given, `PHASE_DEFAULTS` hold.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from transformers import TrainingArguments
 
 from ..training.parts import parse_parts
 
 MODES = ("compare", "spt", "finetune", "scratch")
+PHASES = ("pretrain", "finetune")
+# generic TrainingArguments field -> the per-phase flag suffix that overrides it for one phase
+PHASE_SETTINGS = {"num_train_epochs": "epochs", "learning_rate": "learning_rate",
+                  "per_device_train_batch_size": "batch_size", "max_steps": "max_steps"}
+# our defaults (not TrainingArguments'), per phase; a batch size of None means the task preset's
+PHASE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "pretrain": {"epochs": 25.0, "learning_rate": 1e-3, "batch_size": None, "max_steps": -1},
+    "finetune": {"epochs": 4.0, "learning_rate": 1e-3, "batch_size": None, "max_steps": -1},
+}
 
 
 def json_mapping(value: str | dict[str, Any] | None, flag: str) -> dict[str, Any]:
@@ -32,6 +52,10 @@ def json_mapping(value: str | dict[str, Any] | None, flag: str) -> dict[str, Any
 
 @dataclass
 class DataArguments:
+    """The task, its files and lengths, and (cross-task SPT) the task to pretrain on."""
+
+    _argument_group_name = "Data"
+
     task: str = field(default="markov", metadata={"help": "Task name (--list_tasks prints them)."})
     data_dir: str | None = field(default=None, metadata={"help": "Folder holding the task's files, if it needs any."})
     max_length: int | None = field(
@@ -73,10 +97,12 @@ class DataArguments:
 
 @dataclass
 class ModelArguments:
+    """The model: hf_spt's own (sized from the task preset) or any transformers architecture."""
+
+    _argument_group_name = "Model"
+
     hidden_size: int | None = field(default=None, metadata={"help": "d_model (default: task preset)."})
-    num_hidden_layers: int | None = field(
-        default=None, metadata={"help": "Layers (default: task preset).", "aliases": ["--num_layers"]}
-    )
+    num_hidden_layers: int | None = field(default=None, metadata={"help": "Layers (default: task preset)."})
     num_attention_heads: int | None = field(default=None, metadata={"help": "Heads (default: task preset)."})
     intermediate_size: int | None = field(default=None, metadata={"help": "MLP width (default: task preset)."})
     position_embedding_type: str = field(
@@ -104,61 +130,85 @@ class ModelArguments:
 
 
 @dataclass
-class ExperimentArguments:
-    output_dir: str = field(default="runs/markov", metadata={"help": "Where checkpoints, models and results go."})
-    mode: str = field(
-        default="compare",
-        metadata={"help": "compare (SPT then fine-tune, and scratch), spt (pretrain only), finetune (from "
-        "--init_from, default OUTPUT_DIR/pretrain), scratch (fine-tune from random init only)."},
+class PretrainOptions:
+    """What only the pretraining (SPT) phase reads. Budgets left `None` fall back to the generic flag, then 25 epochs at 1e-3."""
+
+    _argument_group_name = "Pretraining (SPT) phase"
+
+    pretrain_epochs: float | None = field(
+        default=None, metadata={"help": "Pretraining epochs (default: --num_train_epochs if given, else 25)."}
+    )
+    pretrain_learning_rate: float | None = field(
+        default=None, metadata={"help": "Pretraining peak learning rate (default: --learning_rate if given, else 1e-3)."}
+    )
+    pretrain_batch_size: int | None = field(
+        default=None, metadata={"help": "Pretraining batch size per device (default: --per_device_train_batch_size "
+                                "if given, else the task preset)."}
+    )
+    pretrain_max_steps: int | None = field(
+        default=None, metadata={"help": "Pretraining steps; above 0 they replace the epochs (default: --max_steps if given)."}
+    )
+    pretrain_objective: str = field(
+        default="masked", metadata={"help": "masked (MLM) or causal (next-token prediction; decoder architectures)."}
+    )
+    mlm_probability: float | None = field(default=None, metadata={"help": "Masking rate (default: the task preset)."})
+    mask_replace_prob: float = field(default=0.8, metadata={"help": "Masked tokens shown as [MASK] (1.0 = pure)."})
+    random_replace_prob: float = field(default=0.1, metadata={"help": "Masked tokens shown as a random token."})
+    token_weighting: str = field(
+        default="none", metadata={"help": "Pretraining loss weights: none, or inverse_frequency (counted on training inputs)."}
+    )
+
+
+@dataclass
+class FinetuneOptions:
+    """What only the fine-tuning phase reads (every arm). Budgets left `None` fall back to the generic flag, then 4 epochs at 1e-3."""
+
+    _argument_group_name = "Fine-tuning phase"
+
+    finetune_epochs: float | None = field(
+        default=None, metadata={"help": "Fine-tuning epochs (default: --num_train_epochs if given, else 4)."}
+    )
+    finetune_learning_rate: float | None = field(
+        default=None, metadata={"help": "Fine-tuning peak learning rate (default: --learning_rate if given, else 1e-3)."}
+    )
+    finetune_batch_size: int | None = field(
+        default=None, metadata={"help": "Fine-tuning batch size per device (default: --per_device_train_batch_size "
+                                "if given, else the task preset)."}
+    )
+    finetune_max_steps: int | None = field(
+        default=None, metadata={"help": "Fine-tuning steps; above 0 they replace the epochs (default: --max_steps if given)."}
+    )
+    class_weighting: str = field(
+        default="none", metadata={"help": "Fine-tuning class weights: none, balanced, or comma-separated numbers w0,w1,..."}
     )
     init_from: str | None = field(
         default=None, metadata={"help": "SPT checkpoint (folder, .safetensors file, sharded index or Hub id) that "
-                                "--mode finetune starts from."}
+                                "the spt arm starts from (default: OUTPUT_DIR/pretrain)."}
     )
     init_parts: str | None = field(
         default=None, metadata={"help": "Hybrid init: a fresh model takes only these parts of --init_from, e.g. qk, "
                                 "attention or qk,mlp (qk, qkv, attention, mlp, embeddings, norms, all). Default: "
                                 "the whole SPT model."}
     )
-    freeze: str | None = field(
-        default=None, metadata={"help": "Parts kept at their initial values while fine-tuning, e.g. attention "
-                                "in every fine-tuning arm (qk, qkv, attention, mlp, embeddings; comma-separated)."}
+    freeze_parts: str | None = field(
+        default=None, metadata={"help": "Parts kept at their initial values while fine-tuning, in every arm, e.g. "
+                                "attention (qk, qkv, attention, mlp, embeddings; comma-separated)."}
     )
-    seed: int = field(default=0, metadata={"help": "Seed of data generation, init, masking and shuffling."})
-    spt_epochs: float = field(
-        default=25, metadata={"help": "SPT (pretraining) epochs.", "aliases": ["--pretrain_epochs"]}
-    )
-    spt_learning_rate: float = field(default=1e-3, metadata={"help": "SPT peak learning rate."})
-    spt_batch_size: int | None = field(default=None, metadata={"help": "SPT batch size per device (default: preset)."})
-    mlm_probability: float | None = field(default=None, metadata={"help": "SPT masking rate (default: preset)."})
-    mask_replace_prob: float = field(default=0.8, metadata={"help": "Masked tokens shown as [MASK] (1.0 = pure)."})
-    random_replace_prob: float = field(default=0.1, metadata={"help": "Masked tokens shown as a random token."})
-    finetune_epochs: float = field(default=4, metadata={"help": "Fine-tuning epochs (every arm)."})
-    finetune_learning_rate: float = field(default=1e-3, metadata={"help": "Fine-tuning peak learning rate."})
-    finetune_batch_size: int | None = field(default=None, metadata={"help": "Fine-tuning batch size (default: preset)."})
-    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay, both phases."})
-    warmup_steps: float = field(default=0.1, metadata={"help": "Linear warm-up: steps, or a fraction of all steps (<1)."})
-    lr_scheduler_type: str = field(default="linear", metadata={"help": "Learning-rate schedule, both phases."})
-    spt_objective: str = field(
-        default="masked", metadata={"help": "masked (MLM) or causal (next-token prediction; decoder architectures)."}
+
+
+@dataclass
+class RunOptions:
+    """Which phases run, a published recipe, and the attention-proximity probe."""
+
+    _argument_group_name = "Experiment"
+
+    mode: str = field(
+        default="compare",
+        metadata={"help": "compare (pretrain then fine-tune, and scratch), spt (pretrain only), finetune (from "
+        "--init_from, default OUTPUT_DIR/pretrain), scratch (fine-tune from random init only)."},
     )
     recipe: str | None = field(
         default=None, metadata={"help": "balestriero_huang or amos_lra: published settings under every explicit flag."}
-    )
-    optim: str = field(default="adamw_torch", metadata={"help": "Optimizer of both phases (TrainingArguments.optim)."})
-    spt_max_steps: int = field(default=-1, metadata={"help": "SPT steps; above 0 it replaces --spt_epochs."})
-    finetune_max_steps: int = field(default=-1, metadata={"help": "Fine-tuning steps; above 0 it replaces --finetune_epochs."})
-    class_weights: str = field(
-        default="none", metadata={"help": "Fine-tuning class weights: none, balanced, or comma-separated numbers."}
-    )
-    token_weighting: str = field(
-        default="none", metadata={"help": "SPT loss weights: none, or inverse_frequency (counted on training inputs)."}
-    )
-    push_to_hub: bool = field(
-        default=False, metadata={"help": "Push each phase's final model, tokenizer, config and card to the Hub."}
-    )
-    hub_model_id: str | None = field(
-        default=None, metadata={"help": "Hub repo prefix: phases go to HUB_MODEL_ID-pretrain, -spt, -scratch."}
     )
     log_proximity: bool = field(
         default=False,
@@ -168,21 +218,103 @@ class ExperimentArguments:
     proximity_every_n_steps: int | None = field(
         default=None, metadata={"help": "With --log_proximity: log every N steps instead of at each evaluation."}
     )
-    trainer_options: str | None = field(
-        default=None,
-        metadata={"help": "Further TrainingArguments for both phases (JSON), e.g. "
-        '\'{"bf16": true, "gradient_checkpointing": true, "report_to": "tensorboard"}\'.'},
-    )
+
+
+@dataclass
+class ExperimentArguments(RunOptions, FinetuneOptions, PretrainOptions):
+    """The phase groups and the run group in one object: what the pipeline reads besides the shared Trainer flags."""
 
     def __post_init__(self):
-        self.trainer_options = json_mapping(self.trainer_options, "--trainer_options")
         if self.mode not in MODES:
             raise ValueError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODES)}.")
         if self.init_parts is not None and self.mode == "scratch":
             raise ValueError("--init_parts needs SPT weights: use --mode compare or finetune, not scratch.")
-        for parts in (self.init_parts, self.freeze):
+        for parts in (self.init_parts, self.freeze_parts):
             if parts is not None:
                 parse_parts(parts)  # an unknown part name fails here, before any training
 
+    def phase_setting(self, training: SharedTrainingArguments, phase: str, setting: str) -> Any:
+        """`setting` ("epochs", "learning_rate", "batch_size", "max_steps") of `phase`: the per-phase flag,
+        else the generic TrainingArguments flag, else our default (batch size None: the task preset's)."""
+        value = getattr(self, f"{phase}_{setting}")
+        if value is None:
+            generic = next(name for name, suffix in PHASE_SETTINGS.items() if suffix == setting)
+            value = getattr(training, generic)
+        return PHASE_DEFAULTS[phase][setting] if value is None else value
 
-__all__ = ["MODES", "DataArguments", "ModelArguments", "ExperimentArguments"]
+
+def _setting(default: Any, help_text: str) -> Any:
+    """A field with its `--help` text."""
+    return field(default=default, metadata={"help": help_text})
+
+
+@dataclass
+class SharedTrainingArguments(TrainingArguments):
+    """transformers' `TrainingArguments`, given to both phases; only the fields below differ from transformers'.
+
+    A carrier, not a Trainer's arguments: each phase builds its own `PretrainArguments` or
+    `FinetuneArguments` from these values (`phase_arguments`), and those run transformers'
+    validation. Fields left `None` take each phase's own default, so a phase's changed defaults
+    (evaluate and save every epoch, keep the best checkpoint...) hold unless a flag is given.
+    """
+
+    _argument_group_name = "Both phases (transformers TrainingArguments)"
+
+    output_dir: str | None = _setting("runs/markov", "Where the phase folders, results.json and results.md go.")
+    overwrite_output_dir: bool = _setting(
+        False, "Delete the folders of the phases this run trains before training (default: a re-run skips finished "
+        "phases and resumes interrupted ones).")
+    seed: int = _setting(0, "Seed of data generation, init, masking and shuffling.")
+    optim: str = _setting("adamw_torch", "Optimizer of both phases.")
+    warmup_steps: float = _setting(0.1, "Linear warm-up: steps, or a fraction of all steps (<1).")
+    learning_rate: float | None = _setting(
+        None, "Peak learning rate of both phases (default: 1e-3; --pretrain_/--finetune_learning_rate win).")
+    num_train_epochs: float | None = _setting(
+        None, "Epochs of both phases (default: 25 pretraining, 4 fine-tuning; --pretrain_/--finetune_epochs win).")
+    per_device_train_batch_size: int | None = _setting(
+        None, "Batch size of both phases (default: the task preset; --pretrain_/--finetune_batch_size win).")
+    max_steps: int | None = _setting(
+        None, "Steps of both phases; above 0 they replace the epochs (--pretrain_/--finetune_max_steps win).")
+    per_device_eval_batch_size: int | None = _setting(None, "Evaluation batch size (default: the phase's training batch).")
+    hub_strategy: str | None = _setting(None, "With --push_to_hub (default: end, the final model of each phase only).")
+    hub_model_id: str | None = _setting(None, "Hub repo prefix: phases go to HUB_MODEL_ID-pretrain, -spt, -scratch.")
+    dataloader_pin_memory: bool | None = _setting(None, "Pin data-loader memory (default: only with an accelerator).")
+    eval_strategy: str | None = _setting(None, "Default: each phase's own (epoch).")
+    save_strategy: str | None = _setting(None, "Default: each phase's own (epoch).")
+    logging_strategy: str | None = _setting(None, "Default: each phase's own (epoch).")
+    load_best_model_at_end: bool | None = _setting(None, "Default: each phase's own (true: the best-validation checkpoint).")
+    metric_for_best_model: str | None = _setting(None, "Default: each phase's own (eval_loss, accuracy).")
+    greater_is_better: bool | None = _setting(None, "Default: each phase's own.")
+    save_total_limit: int | None = _setting(None, "Checkpoints kept per phase (default: each phase's own, 2).")
+    prediction_loss_only: bool | None = _setting(None, "Default: each phase's own (true when pretraining).")
+
+    def __post_init__(self):
+        """No transformers validation here (the phases' arguments run it), only one repair: `HfArgumentParser`
+        turns two defaults into their falsy twins (`debug` "" -> None, `include_num_input_tokens_seen`
+        "no" -> False); the defaults are restored so the phases receive transformers' own."""
+        for spec in fields(self):
+            if spec.init and getattr(self, spec.name) in (None, False) and _default(spec) in ("", "no"):
+                setattr(self, spec.name, _default(spec))
+
+    def given(self) -> dict[str, Any]:
+        """The fields set away from this class's defaults (what results.json records)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.init and getattr(self, f.name) != _default(f)}
+
+    def phase_kwargs(self) -> dict[str, Any]:
+        """`TrainingArguments` keyword arguments of every phase: all fields but our own, and but the `None`
+        ones this class declares, which stand for each phase's own default."""
+        phase_own = {name for name in SharedTrainingArguments.__annotations__
+                     if SharedTrainingArguments.__dataclass_fields__[name].default is None}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.init and f.name not in OUR_TRAINING_FIELDS
+                and not (f.name in phase_own and getattr(self, f.name) is None)}
+
+
+OUR_TRAINING_FIELDS = ("overwrite_output_dir",)  # flags of SharedTrainingArguments that transformers lacks
+
+
+def _default(spec) -> Any:
+    return spec.default_factory() if callable(spec.default_factory) else spec.default
+
+
+__all__ = ["MODES", "PHASES", "PHASE_SETTINGS", "PHASE_DEFAULTS", "DataArguments", "ModelArguments", "PretrainOptions",
+           "FinetuneOptions", "RunOptions", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

@@ -1,7 +1,8 @@
 """What a phase's model card says about where its weights came from, read off the run's settings.
 
 The card itself (`training.model_card`) knows nothing of command-line flags; this module fills
-its provenance (starting weights, SPT objective and masking rate, transplanted and frozen parts,
+its provenance (starting weights, pretraining objective and masking rate, the parts taken from another
+checkpoint and the frozen ones,
 training settings) from one phase of the two-phase pipeline.
 """
 
@@ -45,25 +46,26 @@ def phase_card_data(
     phase: str,
     args: TrainingArguments,
     init_from: str | Path | None = None,
-    spt_epochs: float | None = None,
+    pretrain_epochs: float | None = None,
     extra_training: dict[str, Any] | None = None,
     init_parts: str | None = None,
-    freeze: str | None = None,
+    freeze_parts: str | None = None,
     pretraining_data: str | None = None,
 ) -> SptModelCardData:
     """Card data of one pipeline phase (metrics are filled in when the phase ends).
 
     `phase` is "pretrain" or a fine-tuning arm; `init_from` the weights it started from;
-    `spt_epochs` the epochs the SPT phase behind these weights ran (None: no SPT, or unknown).
+    `pretrain_epochs` the epochs the pretraining phase behind these weights ran (None: none, or unknown).
     `init_parts`: only these parts came from `init_from` (hybrid init; None: all but the head);
-    `freeze`: parts kept at their initial values. `pretraining_data`: what the SPT phase behind
-    `init_from` read, as its phase.json recorded it (cross-task SPT: another task's inputs); None:
-    this phase's task.
+    `freeze_parts`: parts kept at their initial values. `pretraining_data`: what the pretraining
+    phase behind `init_from` read, as its phase.json recorded it (cross-task SPT: another task's
+    inputs); None: this phase's task.
     """
     backbone = getattr(config, "backbone", None) or config
-    had_spt = phase in ("pretrain", "spt") or spt_epochs is not None
-    objective = exp.spt_objective if had_spt else None
-    init, base_model = starting_weights_reference(init_from, args.output_dir, exp.hub_model_id if exp.push_to_hub else None)
+    had_spt = phase in ("pretrain", "spt") or pretrain_epochs is not None
+    objective = exp.pretrain_objective if had_spt else None
+    hub_prefix = args.hub_model_id.removesuffix(f"-{Path(args.output_dir).name}") if args.push_to_hub else None
+    init, base_model = starting_weights_reference(init_from, args.output_dir, hub_prefix)
     training = {name: getattr(args, name) for name in TRAINING_SETTINGS}
     training.update(extra_training or {})
     return SptModelCardData(
@@ -77,14 +79,14 @@ def phase_card_data(
         pretraining_data=(pretraining_data or f"the training inputs of task {task.name} ({len(task.dataset['train'])} "
                           "rows, labels unused)") if had_spt else None,
         pretraining_task=PRETRAINING_TASKS[objective] if objective else None,
-        spt_epochs=spt_epochs if had_spt else None,
+        pretrain_epochs=pretrain_epochs if had_spt else None,
         mlm_probability=(exp.mlm_probability or task.preset.mlm_probability) if objective == "masked" else None,
-        transplanted=([f"{part} of {init}" for part in init_parts.split(",")] if init_parts
+        init_parts=([f"{part} of {init}" for part in init_parts.split(",")] if init_parts
                       else [f"all weights of {init} except the task head"] if init else []),
-        frozen=freeze.split(",") if freeze else [],
-        seed=exp.seed,
+        freeze_parts=freeze_parts.split(",") if freeze_parts else [],
+        seed=args.seed,
         training=training,
-        hub_model_id=f"{exp.hub_model_id}-{phase}" if exp.push_to_hub and exp.hub_model_id else None,
+        hub_model_id=args.hub_model_id if args.push_to_hub else None,
     )
 
 

@@ -7,10 +7,12 @@ Output layout under `output_dir`:
     results.json, results.md
 Each phase folder ends with `phase.json` (its metrics); a re-run skips phases that have one
 and resumes the others from their last checkpoint, so an interrupted run loses at most an epoch.
+`--overwrite_output_dir` deletes the folders of the phases a run trains before it starts.
 """
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -22,17 +24,17 @@ from ..analysis.callback import ProximityCallback
 from ..models.backbone_classifier import BackboneClassifierConfig
 from ..models.configuration_spt import SptConfig
 from ..tasks import Task, load_task
-from ..training.arguments import FinetuneArguments, PretrainArguments
 from ..training.finetune_trainer import FinetuneTrainer
-from ..training.losses import class_weights
 from ..training.model_card import SptModelCardData
 from ..training.model_factory import classification_model, pretraining_collator, pretraining_model
-from ..training.parts import freeze_parts, load_partial_weights
+from ..training.parts import freeze_parts as freeze_model_parts
+from ..training.parts import load_partial_weights
 from ..training.pretrain_trainer import PretrainTrainer
-from .arguments import DataArguments, ExperimentArguments, ModelArguments
+from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from .card_provenance import phase_card_data
 from .hub import check_hub_ready
 from .model_config import build_config, starting_weights
+from .phase_arguments import finetune_arguments, pretrain_arguments
 from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json, write_text
 
 PHASE_RESULT_NAME = "phase.json"
@@ -78,7 +80,7 @@ def prepare_task(data_args: DataArguments, seed: int) -> Task:
     """Load the task named in `data_args` and make its sequences fit the model."""
     task = load_task(data_args.task, data_dir=data_args.data_dir, seed=seed, **task_options(data_args, data_args.task))
     max_length = data_args.max_length or task.preset.max_length
-    task.preset.max_length = max_length
+    task.preset = replace(task.preset, max_length=max_length)
     return fit_lengths(task, max_length, data_args.truncation)
 
 
@@ -95,29 +97,6 @@ def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Ta
             "vocabulary: pathfinder/pathx/image (256 pixel values), text/retrieval/custom (bytes)."
         )
     return fit_lengths(source, task.preset.max_length, data_args.truncation)
-
-
-def _trainer_kwargs(
-    exp: ExperimentArguments, output_dir: Path, epochs: float, lr: float, batch: int, max_steps: int = -1
-) -> dict[str, Any]:
-    kwargs = dict(
-        output_dir=str(output_dir),
-        seed=exp.seed,
-        num_train_epochs=epochs,
-        learning_rate=lr,
-        per_device_train_batch_size=batch,
-        per_device_eval_batch_size=batch,
-        weight_decay=exp.weight_decay,
-        warmup_steps=exp.warmup_steps,
-        lr_scheduler_type=exp.lr_scheduler_type,
-        optim=exp.optim,
-        max_steps=max_steps,
-        push_to_hub=exp.push_to_hub,  # the final model only (hub_strategy="end"), to HUB_MODEL_ID-<phase>
-        hub_model_id=f"{exp.hub_model_id}-{output_dir.name}" if exp.push_to_hub else None,
-        hub_strategy="end",
-    )
-    kwargs.update(exp.trainer_options)
-    return kwargs
 
 
 def _attach_probes(trainer, task: Task, exp: ExperimentArguments) -> None:
@@ -155,31 +134,24 @@ def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardDat
 
 
 def pretrain(
-    task: Task, config: SptConfig | BackboneClassifierConfig, exp: ExperimentArguments, folder: Path,
-    init_from: str | Path | None = None,
+    task: Task, config: SptConfig | BackboneClassifierConfig, exp: ExperimentArguments,
+    training: SharedTrainingArguments, folder: Path, init_from: str | Path | None = None,
 ) -> dict[str, Any]:
     """SPT phase: MLM (or next-token prediction) on the task's training inputs, from random init or
     `init_from`'s weights; keeps the best-validation model in `folder`."""
     if (done := _finished(folder)) is not None:
         return done
-    set_seed(exp.seed)
-    model = pretraining_model(config, exp.spt_objective, init_from)
-    args = PretrainArguments(
-        mlm_probability=exp.mlm_probability or task.preset.mlm_probability,
-        mask_replace_prob=exp.mask_replace_prob,
-        random_replace_prob=exp.random_replace_prob,
-        token_weighting=exp.token_weighting,
-        **_trainer_kwargs(exp, folder, exp.spt_epochs, exp.spt_learning_rate, exp.spt_batch_size or task.preset.batch_size,
-                          exp.spt_max_steps),
-    )
+    set_seed(training.seed)
+    model = pretraining_model(config, exp.pretrain_objective, init_from)
+    args = pretrain_arguments(task, exp, training, folder)
     trainer = PretrainTrainer(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
-        data_collator=pretraining_collator(task.tokenizer, exp.spt_objective),
+        data_collator=pretraining_collator(task.tokenizer, exp.pretrain_objective),
     )
     _attach_probes(trainer, task, exp)
     clock = _train(trainer, folder)
     metrics = trainer.evaluate()
-    card = phase_card_data(task, config, exp, "pretrain", args, init_from, spt_epochs=trainer.state.epoch,
+    card = phase_card_data(task, config, exp, "pretrain", args, init_from, pretrain_epochs=trainer.state.epoch,
                            extra_training={"token_weighting": exp.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
                                      "epochs": trainer.state.epoch, "seconds": clock.seconds(),
@@ -190,23 +162,24 @@ def finetune(
     task: Task,
     config: SptConfig | BackboneClassifierConfig,
     exp: ExperimentArguments,
+    training: SharedTrainingArguments,
     folder: Path,
     arm: str,
     init_from: str | Path | None = None,
     init_parts: str | None = None,
-    freeze: str | None = None,
+    freeze_parts: str | None = None,
     epochs: float | None = None,
 ) -> dict[str, Any]:
     """Fine-tune a classifier (from `init_from`'s SPT or pretrained weights, or from scratch) and test its
     best checkpoint.
 
     `init_parts` ("qk", "attention,mlp"...): hybrid init, a fresh model given only those parts of
-    `init_from`. `freeze`: parts kept at their initial values. `epochs` overrides
-    `exp.finetune_epochs` (the compute-matched scratch arm).
+    `init_from`. `freeze_parts`: parts kept at their initial values. `epochs` overrides the
+    fine-tuning epochs (the compute-matched scratch arm).
     """
     if (done := _finished(folder)) is not None:
         return done
-    set_seed(exp.seed)
+    set_seed(training.seed)
     if init_parts is None:
         model = classification_model(config, init_from)
     else:
@@ -214,13 +187,9 @@ def finetune(
             raise ValueError(f"init_parts={init_parts!r} needs init_from (the SPT checkpoint to take them from).")
         model = classification_model(config)
         load_partial_weights(model, init_from, init_parts)
-    if freeze is not None:
-        freeze_parts(model, freeze)
-    args = FinetuneArguments(
-        class_weights=class_weights(exp.class_weights, task.dataset["train"]["labels"], config.num_labels),
-        **_trainer_kwargs(exp, folder, epochs or exp.finetune_epochs, exp.finetune_learning_rate,
-                          exp.finetune_batch_size or task.preset.batch_size, exp.finetune_max_steps)
-    )
+    if freeze_parts is not None:
+        freeze_model_parts(model, freeze_parts)
+    args = finetune_arguments(task, exp, training, folder, config.num_labels, epochs)
     trainer = FinetuneTrainer(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
     )
@@ -229,12 +198,12 @@ def finetune(
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
     result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
-              "freeze": freeze, "seconds": clock.seconds()}
+              "freeze_parts": freeze_parts, "seconds": clock.seconds()}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
-    card = phase_card_data(task, config, exp, arm, args, init_from, spt_epochs=(source_phase or {}).get("epochs"),
-                           extra_training={"class_weights": exp.class_weights}, init_parts=init_parts, freeze=freeze,
-                           pretraining_data=(source_phase or {}).get("pretraining_data"))
+    card = phase_card_data(task, config, exp, arm, args, init_from, pretrain_epochs=(source_phase or {}).get("epochs"),
+                           extra_training={"class_weighting": exp.class_weighting}, init_parts=init_parts,
+                           freeze_parts=freeze_parts, pretraining_data=(source_phase or {}).get("pretraining_data"))
     return _finish(trainer, folder, result, card)
 
 
@@ -256,35 +225,56 @@ def write_results(output_dir: Path, task_name: str, arms: list[dict[str, Any]], 
     write_text(output_dir / "results.md", results_table(task_name, arms))
 
 
-@locks_output_dir(lambda data_args, model_args, exp: exp.output_dir)
-def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments) -> dict[str, Any]:
+PHASE_FOLDERS = {"compare": ("pretrain", "spt", "scratch"), "spt": ("pretrain",), "finetune": ("spt",),
+                 "scratch": ("scratch",)}
+
+
+def clear_phase_folders(output_dir: Path, mode: str) -> None:
+    """`--overwrite_output_dir`: delete the folders of the phases `mode` trains (never another phase's)."""
+    if PartialState().is_main_process:
+        for name in PHASE_FOLDERS[mode]:
+            shutil.rmtree(output_dir / name, ignore_errors=True)
+    PartialState().wait_for_everyone()
+
+
+@locks_output_dir(lambda data_args, model_args, exp, training: training.output_dir)
+def run_experiment(
+    data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, training: SharedTrainingArguments
+) -> dict[str, Any]:
     """Run the phases `exp.mode` asks for and return (and write, on the main process) the results."""
-    output_dir = Path(exp.output_dir)
-    if exp.push_to_hub:
-        check_hub_ready(exp.hub_model_id)  # fail now, not after training
-    task = prepare_task(data_args, exp.seed)
+    output_dir = Path(training.output_dir)
+    if training.push_to_hub:
+        check_hub_ready(training.hub_model_id)  # fail now, not after training
+    task = prepare_task(data_args, training.seed)
     config = build_config(task, model_args)
     start_weights = starting_weights(model_args)
+    # every phase's arguments are checked by transformers now, before any training
+    if exp.mode in ("compare", "spt"):
+        pretrain_arguments(task, exp, training, output_dir / "pretrain")
+    if exp.mode != "spt":
+        finetune_arguments(task, exp, training, output_dir / "spt", config.num_labels)
+    if training.overwrite_output_dir:
+        clear_phase_folders(output_dir, exp.mode)
     arms: list[dict[str, Any]] = []
     pretrain_result = None
     if exp.mode in ("compare", "spt"):
-        source = prepare_pretrain_task(data_args, task, exp.seed) if data_args.pretrain_task else task
-        pretrain_result = pretrain(source, config, exp, output_dir / "pretrain", init_from=start_weights)
+        source = prepare_pretrain_task(data_args, task, training.seed) if data_args.pretrain_task else task
+        pretrain_result = pretrain(source, config, exp, training, output_dir / "pretrain", init_from=start_weights)
     if exp.mode in ("compare", "finetune"):
         init_from = exp.init_from or output_dir / "pretrain"
-        arm = finetune(task, config, exp, output_dir / "spt", "spt", init_from=init_from,
-                       init_parts=exp.init_parts, freeze=exp.freeze)
+        arm = finetune(task, config, exp, training, output_dir / "spt", "spt", init_from=init_from,
+                       init_parts=exp.init_parts, freeze_parts=exp.freeze_parts)
         if pretrain_result is not None:
             arm = {**arm, "pretrain_seconds": pretrain_result["seconds"],
                    "seconds": arm["seconds"] + pretrain_result["seconds"]}
         arms.append(arm)
     if exp.mode in ("compare", "scratch"):
-        arms.insert(0, finetune(task, config, exp, output_dir / "scratch", "scratch", init_from=start_weights,
-                                freeze=exp.freeze))
+        arms.insert(0, finetune(task, config, exp, training, output_dir / "scratch", "scratch", init_from=start_weights,
+                                freeze_parts=exp.freeze_parts))
     state = PartialState()
-    extra = {"mode": exp.mode, "seed": exp.seed, "world_size": state.num_processes,
+    extra = {"mode": exp.mode, "seed": training.seed, "world_size": state.num_processes,
              "model": config.to_diff_dict() | {"model_type": config.model_type},
-             "experiment": asdict(exp), "data": asdict(data_args)}
+             "experiment": asdict(exp), "training": training.given(), "data": asdict(data_args)}
     if pretrain_result is not None:
         extra["pretrain"] = pretrain_result
     if state.is_main_process:

@@ -12,6 +12,7 @@ in the model config's id2label.
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -121,10 +122,20 @@ def check_text_cells(data: Dataset, where: str, columns: list[str]) -> None:
                                   "its text (or drop the row).")
 
 
+PRESET = TaskPreset(
+    max_length=None,  # the longest example, unless max_length is given
+    num_labels=None,  # from the training labels
+    mlm_probability=0.15,
+    batch_size=32,
+    model=dict(num_hidden_layers=4, hidden_size=128, num_attention_heads=4, intermediate_size=512, pooling="mean"),
+)
+
+
 @register_task(
     "custom",
     description="Your own classification data: text (or text pairs, or input_ids) and labels (names or ids).",
     needs="--train_file [--validation_file --test_file] (CSV/TSV/JSON/JSONL/Parquet), or --data_dir with a saved DatasetDict",
+    preset=PRESET,
 )
 def load_custom(
     data_dir: str | None = None,
@@ -194,13 +205,7 @@ def load_custom(
     longest = max(len(ids) for data in dataset.values() for column in ("input_ids", "pair_input_ids")
                   if column in data.column_names for ids in data[column])
     tokenizer.model_max_length = max_length or longest
-    preset = TaskPreset(
-        max_length=max_length or longest,
-        num_labels=num_labels,
-        mlm_probability=0.15,
-        batch_size=32,
-        model=dict(num_hidden_layers=4, hidden_size=128, num_attention_heads=4, intermediate_size=512, pooling="mean"),
-    )
+    preset = replace(PRESET, max_length=max_length or longest, num_labels=num_labels)
     return Task("custom", dataset, tokenizer, preset, label_names=names, is_pair=bool(text_pair_column))
 
 

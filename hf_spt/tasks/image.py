@@ -9,6 +9,7 @@ column and a `label` column, e.g. the Hub's cifar10 saved once); with no `data_d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from datasets import Dataset, DatasetDict, Image, load_dataset
@@ -55,10 +56,20 @@ def image_source(data_dir: str | None, cache_dir: str | None) -> DatasetDict:
     return load_dataset("imagefolder", data_dir=str(folder), cache_dir=cache_dir)
 
 
+PRESET = TaskPreset(
+    max_length=1024,
+    num_labels=10,
+    mlm_probability=0.5,
+    batch_size=50,
+    model=dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, intermediate_size=128, pooling="mean"),
+)
+
+
 @register_task(
     "image",
     description="LRA Image: CIFAR-10 as 1024 grayscale pixel tokens (train 90% / validation 10% / test), 10 classes.",
     needs="DATA_DIR = image folder ({train,test}/<class>/*.png) or saved DatasetDict; or the Hub's 'cifar10' when online",
+    preset=PRESET,
 )
 def load_image(
     data_dir: str | None = None,
@@ -81,13 +92,7 @@ def load_image(
     dataset = DatasetDict({split: images_to_pixels(data, image_size, num_proc)
                            for split, data in (("train", train), ("validation", validation), ("test", source["test"]))})
     num_pixels = image_size * image_size
-    preset = TaskPreset(
-        max_length=num_pixels,
-        num_labels=len(label_names),
-        mlm_probability=0.5,
-        batch_size=50,
-        model=dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, intermediate_size=128, pooling="mean"),
-    )
+    preset = replace(PRESET, max_length=num_pixels, num_labels=len(label_names))
     return Task("image", dataset, build_pixel_tokenizer(num_pixels), preset, label_names=[str(n) for n in label_names])
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from datasets import DatasetDict, config
@@ -106,10 +107,20 @@ def generated_listops_dir(
     return folder
 
 
+PRESET = TaskPreset(
+    max_length=2000,
+    num_labels=10,
+    mlm_probability=0.1,
+    batch_size=32,
+    model=dict(num_hidden_layers=6, hidden_size=512, num_attention_heads=8, intermediate_size=2048, pooling="mean"),
+)
+
+
 @register_task(
     "listops",
     description="LRA ListOps: value (0-9) of nested MIN/MAX/MED/SM expressions, up to 2000 tokens, 10 classes.",
     needs="DATA_DIR/basic_{train,val,test}.tsv (LRA release), or nothing: generated (seeded, 96k/2k/2k)",
+    preset=PRESET,
 )
 def load_listops(
     data_dir: str | None = None,
@@ -136,13 +147,7 @@ def load_listops(
     for split, file_name in SPLIT_FILES.items():
         path = require_path(Path(folder) / file_name, f"ListOps {split} file", LAYOUT, SOURCE)
         splits[split] = rows_to_dataset(read_listops_tsv, path, cache_dir)
-    preset = TaskPreset(
-        max_length=max_length,
-        num_labels=10,
-        mlm_probability=0.1,
-        batch_size=32,
-        model=dict(num_hidden_layers=6, hidden_size=512, num_attention_heads=8, intermediate_size=2048, pooling="mean"),
-    )
+    preset = replace(PRESET, max_length=max_length)
     return Task("listops", DatasetDict(splits), tokenizer, preset, label_names=VOCABULARY[:10])
 
 

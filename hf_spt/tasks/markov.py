@@ -10,6 +10,8 @@ mechanism (length-100 sequences, a 1-layer model).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from datasets import Dataset, DatasetDict
 
@@ -39,11 +41,21 @@ def generate_markov_sequences(
     return sequences, labels
 
 
+PRESET = TaskPreset(
+    max_length=100,
+    num_labels=2,
+    mlm_probability=0.15,
+    batch_size=32,
+    model=dict(num_hidden_layers=1, hidden_size=64, num_attention_heads=4, intermediate_size=128, pooling="mean"),
+)
+
+
 @register_task(
     "markov",
     description="Synthetic default: Markov chains whose classes differ only in neighbour transitions "
     "(bag of tokens at chance), length 100, 2 classes.",
     needs="nothing (generated, seeded)",
+    preset=PRESET,
 )
 def load_markov(
     data_dir: str | None = None,
@@ -65,12 +77,6 @@ def load_markov(
     for split, size in (("train", num_train), ("validation", num_validation), ("test", num_test)):
         sequences, labels = generate_markov_sequences(size, length, num_symbols, tuple(steps), locality, rng)
         splits[split] = Dataset.from_dict({"input_ids": (sequences + first_symbol_id).tolist(), "labels": labels.tolist()})
-    preset = TaskPreset(
-        max_length=length,
-        num_labels=len(steps),
-        mlm_probability=0.15,
-        batch_size=32,
-        model=dict(num_hidden_layers=1, hidden_size=64, num_attention_heads=4, intermediate_size=128, pooling="mean"),
-    )
+    preset = replace(PRESET, max_length=length, num_labels=len(steps))
     label_names = [f"step_{s}" for s in steps]
     return Task("markov", DatasetDict(splits), tokenizer, preset, label_names)

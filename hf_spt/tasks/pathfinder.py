@@ -11,7 +11,7 @@ pretrain on one and fine-tune on the other (--pretrain_task).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from datasets import Dataset, DatasetDict
@@ -69,9 +69,18 @@ def load_released(folder: Path, image_size: int, num_proc: int | None, cache_dir
     return rows.map(encode, batched=True, num_proc=num_proc, remove_columns=["image_path"], desc="reading PNGs")
 
 
+PRESET_MODEL = dict(num_hidden_layers=4, hidden_size=128, num_attention_heads=8, intermediate_size=128, pooling="mean")
+
+
+def pathfinder_preset(image_size: int) -> TaskPreset:
+    """Both variants' preset (LRA sizes, Amos et al.'s 50% masking); the length is image_size² pixels."""
+    return TaskPreset(max_length=image_size * image_size, num_labels=2, mlm_probability=0.5, batch_size=32,
+                      model=PRESET_MODEL)
+
+
 def build_pathfinder(name: str, data_dir: str | None, seed: int, image_size: int, difficulty: str,
                      num_images: int, contour_length: int, num_proc: int | None, cache_dir: str | None) -> Task:
-    """Shared by `pathfinder` and `pathx`: released files or generated images, split 80/10/10."""
+    """Released files or generated images, split 80/10/10."""
     layout = LAYOUT.format(difficulty=difficulty)
     if data_dir is None:
         everything = Dataset.from_generator(generated_rows, cache_dir=cache_dir, gen_kwargs=dict(
@@ -82,56 +91,39 @@ def build_pathfinder(name: str, data_dir: str | None, seed: int, image_size: int
         everything = load_released(folder, image_size, num_proc, cache_dir)
     rest, test = carve_validation(everything, 0.1, seed)
     train, validation = carve_validation(rest, 1 / 9, seed)
-    num_pixels = image_size * image_size
-    preset = TaskPreset(
-        max_length=num_pixels,
-        num_labels=2,
-        mlm_probability=0.5,
-        batch_size=32,
-        model=dict(num_hidden_layers=4, hidden_size=128, num_attention_heads=8, intermediate_size=128, pooling="mean"),
-    )
     dataset = DatasetDict(train=train, validation=validation, test=test)
-    return Task(name, dataset, build_pixel_tokenizer(num_pixels), preset, label_names=["disconnected", "connected"])
+    return Task(name, dataset, build_pixel_tokenizer(image_size * image_size), pathfinder_preset(image_size),
+                label_names=["disconnected", "connected"])
 
 
-@register_task(
-    "pathfinder",
-    description="LRA Pathfinder: are two marked points joined by a dashed path? 32x32 = 1024 pixel tokens, 2 classes.",
-    needs="DATA_DIR/curv_contour_length_14/{imgs,metadata}/ (LRA pathfinder32), or nothing: generated",
-)
-def load_pathfinder(
-    data_dir: str | None = None,
-    seed: int = 0,
-    image_size: int = 32,
-    difficulty: str = "curv_contour_length_14",
-    num_images: int = 20000,
-    contour_length: int = 14,
-    num_proc: int | None = None,
-    cache_dir: str | None = None,
-) -> Task:
-    """Pathfinder from `data_dir`, or `num_images` generated ones (`image_size` 32, 64 or 128)."""
-    return build_pathfinder("pathfinder", data_dir, seed, image_size, difficulty, num_images, contour_length,
-                            num_proc, cache_dir)
+def register_variant(name: str, image_size: int, description: str, release: str) -> Callable[..., Task]:
+    """Register the Pathfinder variant `name`, whose images are `image_size` pixels square by default."""
+
+    def load(
+        data_dir: str | None = None,
+        seed: int = 0,
+        image_size: int = image_size,
+        difficulty: str = "curv_contour_length_14",
+        num_images: int = 20000,
+        contour_length: int = 14,
+        num_proc: int | None = None,
+        cache_dir: str | None = None,
+    ) -> Task:
+        """The variant from `data_dir`, or `num_images` generated ones (`image_size` 32, 64 or 128)."""
+        return build_pathfinder(name, data_dir, seed, image_size, difficulty, num_images, contour_length,
+                                num_proc, cache_dir)
+
+    load.__name__ = load.__qualname__ = f"load_{name}"
+    needs = f"DATA_DIR/curv_contour_length_14/{{imgs,metadata}}/ (LRA {release}), or nothing: generated"
+    return register_task(name, description, needs, pathfinder_preset(image_size))(load)
 
 
-@register_task(
-    "pathx",
-    description="LRA Path-X: Pathfinder at 128x128 = 16384 pixel tokens, 2 classes.",
-    needs="DATA_DIR/curv_contour_length_14/{imgs,metadata}/ (LRA pathfinder128), or nothing: generated",
-)
-def load_pathx(
-    data_dir: str | None = None,
-    seed: int = 0,
-    image_size: int = 128,
-    difficulty: str = "curv_contour_length_14",
-    num_images: int = 20000,
-    contour_length: int = 14,
-    num_proc: int | None = None,
-    cache_dir: str | None = None,
-) -> Task:
-    """Path-X from `data_dir`, or `num_images` generated ones at `image_size` 128."""
-    return build_pathfinder("pathx", data_dir, seed, image_size, difficulty, num_images, contour_length,
-                            num_proc, cache_dir)
+load_pathfinder = register_variant(
+    "pathfinder", 32, "LRA Pathfinder: are two marked points joined by a dashed path? 32x32 = 1024 pixel tokens, "
+    "2 classes.", "pathfinder32")
+load_pathx = register_variant("pathx", 128, "LRA Path-X: Pathfinder at 128x128 = 16384 pixel tokens, 2 classes.",
+                              "pathfinder128")
 
 
-__all__ = ["read_pathfinder_metadata", "load_released", "build_pathfinder", "load_pathfinder", "load_pathx"]
+__all__ = ["read_pathfinder_metadata", "load_released", "pathfinder_preset", "build_pathfinder", "load_pathfinder",
+           "load_pathx"]

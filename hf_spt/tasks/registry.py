@@ -2,7 +2,10 @@
 
 Every task yields splits `train`, `validation` and `test` with an `input_ids` column (token ids
 from the task's tokenizer, special tokens included) and a `labels` column. SPT reads the same
-splits with `labels` dropped. A task module registers itself with `@register_task`.
+splits with `labels` dropped. A task module registers itself with `@register_task`, giving its
+preset statically, so that sizes, batch and masking rate are known without building any data
+(`task_preset`); a builder may still adjust the preset from its options (a generated task's length,
+custom data's number of classes) with `dataclasses.replace`.
 """
 
 from __future__ import annotations
@@ -20,16 +23,18 @@ from ..errors import UserInputError
 REQUIRED_SPLITS = ("train", "validation", "test")
 
 
-@dataclass
+@dataclass(frozen=True)
 class TaskPreset:
     """What published SPT work used for a task (Amos et al., arXiv 2310.02980, and the LRA paper); run options override it.
 
     `model` holds `SptConfig` keyword arguments (sizes, pooling); `mlm_probability` is the SPT
-    masking rate (Amos et al.: 50% visual, 15% text and retrieval, 10% ListOps).
+    masking rate (Amos et al.: 50% visual, 15% text and retrieval, 10% ListOps). Frozen: the
+    registered preset is shared, so a change is a `dataclasses.replace` copy. In a registration,
+    `None` for `max_length` or `num_labels` means "read off the data" (custom data).
     """
 
-    max_length: int
-    num_labels: int
+    max_length: int | None
+    num_labels: int | None
     mlm_probability: float = 0.15
     batch_size: int = 32
     model: dict[str, Any] = field(default_factory=dict)
@@ -59,25 +64,34 @@ class TaskEntry:
     builder: Callable[..., Task]
     description: str
     needs: str
+    preset: TaskPreset
 
 
 TASKS: dict[str, TaskEntry] = {}
 
 
-def register_task(name: str, description: str, needs: str) -> Callable[[Callable[..., Task]], Callable[..., Task]]:
-    """Decorator registering `builder(data_dir=None, seed=0, **options) -> Task` under `name`."""
+def register_task(
+    name: str, description: str, needs: str, preset: TaskPreset
+) -> Callable[[Callable[..., Task]], Callable[..., Task]]:
+    """Decorator registering `builder(data_dir=None, seed=0, **options) -> Task` under `name`, with its preset."""
 
     def decorate(builder: Callable[..., Task]) -> Callable[..., Task]:
-        TASKS[name] = TaskEntry(name, builder, description, needs)
+        TASKS[name] = TaskEntry(name, builder, description, needs, preset)
         return builder
 
     return decorate
 
 
-def load_task(name: str, data_dir: str | None = None, seed: int = 0, **options: Any) -> Task:
-    """Build the task `name` (see `list_tasks()`); `options` go to its builder (sizes, lengths...)."""
+def task_preset(name: str) -> TaskPreset:
+    """The registered preset of task `name` (its builder's default options), without building the task."""
     if name not in TASKS:
         raise UserInputError(f"Unknown task {name!r}. Known tasks: {', '.join(sorted(TASKS))} (run_spt.py --list_tasks).")
+    return TASKS[name].preset
+
+
+def load_task(name: str, data_dir: str | None = None, seed: int = 0, **options: Any) -> Task:
+    """Build the task `name` (see `list_tasks()`); `options` go to its builder (sizes, lengths...)."""
+    task_preset(name)  # an unknown name fails here
     check_options(TASKS[name], options)
     task = TASKS[name].builder(data_dir=data_dir, seed=seed, **options)
     check_task(task)
@@ -122,5 +136,5 @@ def list_tasks() -> str:
     )
 
 
-__all__ = ["Task", "TaskPreset", "TaskEntry", "TASKS", "register_task", "load_task", "task_option_names", "check_options",
-           "check_task", "list_tasks"]
+__all__ = ["Task", "TaskPreset", "TaskEntry", "TASKS", "register_task", "task_preset", "load_task", "task_option_names",
+           "check_options", "check_task", "list_tasks"]

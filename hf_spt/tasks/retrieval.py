@@ -9,6 +9,7 @@ classifier on [u, v, u*v, u-v]) and SPT pretrains on both papers of every pair.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from datasets import DatasetDict
@@ -40,10 +41,20 @@ def read_aan_tsv(path: str, fingerprint: str) -> Iterator[dict]:
             yield {"text1": fields[3], "text2": fields[4], "labels": LABELS[fields[0]]}
 
 
+PRESET = TaskPreset(
+    max_length=4000,
+    num_labels=2,
+    mlm_probability=0.15,
+    batch_size=32,
+    model=dict(num_hidden_layers=4, hidden_size=128, num_attention_heads=4, intermediate_size=512, pooling="mean"),
+)
+
+
 @register_task(
     "retrieval",
     description="LRA Retrieval: ACL Anthology citation pairs, byte level, 4000 bytes per paper, two-tower, 2 classes.",
     needs="DATA_DIR/new_aan_pairs.{train,eval,test}.tsv (LRA release, lra_release/tsv_data)",
+    preset=PRESET,
 )
 def load_retrieval(
     data_dir: str | None = None,
@@ -65,13 +76,7 @@ def load_retrieval(
         rows = byte_encode_column(rows, "text1", "input_ids", max_length, num_proc)
         rows = byte_encode_column(rows, "text2", "pair_input_ids", max_length, num_proc)
         splits[split] = rows.remove_columns(["text1", "text2"])
-    preset = TaskPreset(
-        max_length=max_length,
-        num_labels=2,
-        mlm_probability=0.15,
-        batch_size=32,
-        model=dict(num_hidden_layers=4, hidden_size=128, num_attention_heads=4, intermediate_size=512, pooling="mean"),
-    )
+    preset = replace(PRESET, max_length=max_length)
     return Task("retrieval", DatasetDict(splits), tokenizer, preset, label_names=["unrelated", "cited"], is_pair=True)
 
 

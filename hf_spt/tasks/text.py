@@ -10,6 +10,7 @@ chosen without looking at test.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from datasets import Dataset, DatasetDict
@@ -57,11 +58,21 @@ def imdb_splits(data_dir: str | None, cache_dir: str | None) -> dict[str, Datase
     return splits
 
 
+PRESET = TaskPreset(
+    max_length=4096,
+    num_labels=2,
+    mlm_probability=0.15,
+    batch_size=32,
+    model=dict(num_hidden_layers=6, hidden_size=512, num_attention_heads=8, intermediate_size=2048, pooling="mean"),
+)
+
+
 @register_task(
     "text",
     description="LRA Text: IMDB sentiment at byte level, 4096 bytes (task option max_length=1000 for the LRA code's "
     "setting), 2 classes.",
     needs="DATA_DIR = aclImdb/ ({train,test}/{pos,neg}/*.txt) or a saved DatasetDict; or the Hub's 'imdb' when online",
+    preset=PRESET,
 )
 def load_text(
     data_dir: str | None = None,
@@ -78,13 +89,7 @@ def load_text(
     dataset = DatasetDict(train=train, validation=validation, test=splits["test"])
     dataset = DatasetDict({split: byte_encode_column(data, "text", "input_ids", max_length, num_proc)
                            .remove_columns("text") for split, data in dataset.items()})
-    preset = TaskPreset(
-        max_length=max_length,
-        num_labels=2,
-        mlm_probability=0.15,
-        batch_size=32,
-        model=dict(num_hidden_layers=6, hidden_size=512, num_attention_heads=8, intermediate_size=2048, pooling="mean"),
-    )
+    preset = replace(PRESET, max_length=max_length)
     return Task("text", dataset, tokenizer, preset, label_names=LABEL_NAMES)
 
 

@@ -24,8 +24,8 @@ CLASS_WEIGHTING = ("none", "balanced")
 TOKEN_WEIGHTING = ("none", "inverse_frequency")
 
 
-def class_weights(spec: str | None, labels: Sequence[int], num_labels: int) -> list[float] | None:
-    """Class weights from `--class_weights`: None/"none", "balanced", or a comma list of `num_labels` floats.
+def class_weights_from_spec(spec: str | None, labels: Sequence[int], num_labels: int) -> list[float] | None:
+    """Class weights from a `--class_weighting` spec: None/"none", "balanced", or a comma list of `num_labels` floats.
 
     "balanced" is scikit-learn's rule, n_samples / (num_labels * count_c): every class then carries
     the same total weight over the training labels (a class absent from them gets weight 0).
@@ -39,9 +39,9 @@ def class_weights(spec: str | None, labels: Sequence[int], num_labels: int) -> l
     try:
         weights = [float(value) for value in spec.split(",")]
     except ValueError:
-        raise UserInputError(f"--class_weights {spec!r}: use none, balanced, or {num_labels} comma-separated numbers.") from None
+        raise UserInputError(f"--class_weighting {spec!r}: use none, balanced, or {num_labels} comma-separated numbers.") from None
     if len(weights) != num_labels or min(weights) < 0:
-        raise UserInputError(f"--class_weights {spec!r}: give {num_labels} non-negative numbers, one per class.")
+        raise UserInputError(f"--class_weighting {spec!r}: give {num_labels} non-negative numbers, one per class.")
     return weights
 
 
@@ -123,5 +123,5 @@ def label_weight_total(label_batches: Iterable[torch.Tensor], weights: torch.Ten
     return total.float()
 
 
-__all__ = ["CLASS_WEIGHTING", "TOKEN_WEIGHTING", "class_weights", "token_id_counts", "inverse_frequency_token_weights",
-           "weighted_token_loss", "weighted_class_loss", "label_weight_total"]
+__all__ = ["CLASS_WEIGHTING", "TOKEN_WEIGHTING", "class_weights_from_spec", "token_id_counts",
+           "inverse_frequency_token_weights", "weighted_token_loss", "weighted_class_loss", "label_weight_total"]

@@ -2,8 +2,8 @@
 
 `SptModelCardData` holds what a reader of a checkpoint needs to trust and reuse it: where the
 weights came from (random init, an SPT checkpoint, a pretrained model), what the SPT phase read
-and for how long, which parts were transplanted or frozen (`None` = not recorded, `[]` =
-nothing), and the run's results. `model_card` renders it into
+and for how long, which parts were taken from another checkpoint (`init_parts`) or frozen
+(`freeze_parts`; `None` = not recorded, `[]` = nothing), and the run's results. `model_card` renders it into
 `hf_spt/model_cards/spt_model_card_template.md` with `huggingface_hub.ModelCard`; the YAML
 header (library, tags, data set, metrics as a `model-index`) is what the Hub indexes, and
 `ModelCard.load` reads it back.
@@ -57,10 +57,10 @@ class SptModelCardData:
     base_model: str | None = None  # a Hub id the weights derive from (metadata `base_model`); local folders stay out
     pretraining_data: str | None = None
     pretraining_task: str | None = None
-    spt_epochs: float | None = None
+    pretrain_epochs: float | None = None
     mlm_probability: float | None = None
-    transplanted: list[str] | None = None
-    frozen: list[str] | None = None
+    init_parts: list[str] | None = None  # "<part> of <checkpoint>" for each part taken from another checkpoint
+    freeze_parts: list[str] | None = None
     seed: int = 0
     metrics: dict[str, float] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)
@@ -101,8 +101,8 @@ class SptModelCardData:
             eval_results=self.eval_results() or None,
             spt={"phase": self.phase, "init_from": self.init_from, "objective": self.objective,
                  "pretraining_data": self.pretraining_data, "pretraining_task": self.pretraining_task,
-                 "spt_epochs": self.spt_epochs, "mlm_probability": self.mlm_probability,
-                 "transplanted": self.transplanted, "frozen": self.frozen, "seed": self.seed},
+                 "pretrain_epochs": self.pretrain_epochs, "mlm_probability": self.mlm_probability,
+                 "init_parts": self.init_parts, "freeze_parts": self.freeze_parts, "seed": self.seed},
         )
 
     def results_table(self) -> str:
@@ -129,9 +129,9 @@ class SptModelCardData:
             "summary": f"`{self.architecture}` {kind} for the task `{self.task_name}`, trained {start} with hf_spt "
             "(self-pretraining on the task's own inputs, then fine-tuning on its labels).",
             "pretraining_data": self.pretraining_data, "pretraining_task": self.pretraining_task,
-            "spt_epochs_text": "n/a" if self.spt_epochs is None else f"{self.spt_epochs:g}",
+            "pretrain_epochs_text": "n/a" if self.pretrain_epochs is None else f"{self.pretrain_epochs:g}",
             "mlm_probability_text": "n/a" if self.mlm_probability is None else f"{self.mlm_probability:g}",
-            "transplanted_text": _listed(self.transplanted), "frozen_text": _listed(self.frozen),
+            "init_parts_text": _listed(self.init_parts), "freeze_parts_text": _listed(self.freeze_parts),
             "results_table": self.results_table(), "training_table": self.training_table(),
             "auto_class": AUTO_CLASSES[self.objective if self.phase == "pretrain" else None],
             "load_path": self.hub_model_id or "path/to/this/folder", "versions": self.versions,

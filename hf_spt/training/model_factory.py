@@ -32,7 +32,7 @@ from .checkpoints import resolve_model
 from ..models.configuration_spt import SptConfig
 from ..models.modeling_spt import SptForMaskedLM, SptForSequenceClassification
 
-SPT_OBJECTIVES = ("masked", "causal")
+PRETRAIN_OBJECTIVES = ("masked", "causal")
 DECODER_POOLING = "last_mean"
 
 
@@ -45,12 +45,12 @@ def pretraining_model(
     config: SptConfig | BackboneClassifierConfig, objective: str, init_from: str | Path | None = None
 ) -> PreTrainedModel:
     """The SPT-phase model: masked-LM or causal-LM head on the run's architecture, random or from `init_from`."""
-    if objective not in SPT_OBJECTIVES:
-        raise UserInputError(f"Unknown --spt_objective {objective!r}; choose one of {', '.join(SPT_OBJECTIVES)}.")
+    if objective not in PRETRAIN_OBJECTIVES:
+        raise UserInputError(f"Unknown --pretrain_objective {objective!r}; choose one of {', '.join(PRETRAIN_OBJECTIVES)}.")
     if isinstance(config, SptConfig):
         if objective == "causal":
             raise UserInputError(
-                "--spt_objective causal needs a decoder architecture (e.g. --model_type gpt2 --from_scratch): the "
+                "--pretrain_objective causal needs a decoder architecture (e.g. --model_type gpt2 --from_scratch): the "
                 "SPT encoder attends both ways, so next-token prediction would see the answer."
             )
         return SptForMaskedLM(config) if init_from is None else SptForMaskedLM.from_pretrained(resolve_model(init_from))
@@ -59,7 +59,7 @@ def pretraining_model(
         AutoModelForMaskedLM, MODEL_FOR_MASKED_LM_MAPPING)
     if type(backbone) not in mapping:
         other = "masked" if objective == "causal" else "causal"
-        raise UserInputError(f"{backbone.model_type} has no {objective}-LM head in transformers: use --spt_objective {other}.")
+        raise UserInputError(f"{backbone.model_type} has no {objective}-LM head in transformers: use --pretrain_objective {other}.")
     if init_from is None:
         return auto.from_config(backbone, attn_implementation=backbone._attn_implementation)
     return auto.from_pretrained(resolve_model(init_from), attn_implementation=backbone._attn_implementation)
@@ -91,5 +91,5 @@ def pretraining_collator(tokenizer: PreTrainedTokenizerBase, objective: str) -> 
     return DataCollatorForLanguageModeling(tokenizer, mlm=False) if objective == "causal" else None
 
 
-__all__ = ["SPT_OBJECTIVES", "DECODER_POOLING", "is_decoder_only", "pretraining_model", "classification_model",
+__all__ = ["PRETRAIN_OBJECTIVES", "DECODER_POOLING", "is_decoder_only", "pretraining_model", "classification_model",
            "pretraining_collator"]

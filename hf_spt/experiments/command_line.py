@@ -1,0 +1,143 @@
+"""`run_spt.py`'s command line: flags over a config file over a recipe, and no flag left unread.
+
+The parser is transformers' `HfArgumentParser` over the argument groups of `arguments.py`, so
+`--help` lists the flags by phase and every `TrainingArguments` flag is typed as in transformers'
+example scripts. Three layers give the values, each above the one before:
+
+1. `--recipe NAME`: a published recipe's settings (`recipes.py`);
+2. `--config_file FILE`: the same names as the flags, in YAML or JSON (an unknown name is an error
+   naming it, as `HfArgumentParser.parse_dict` reports it);
+3. the flags typed.
+
+A generic budget flag (`--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size`,
+`--max_steps`) given in a layer replaces the per-phase values of the layers below it, so that an
+explicit `--max_steps 100` is not undone by a recipe's `pretrain_max_steps`. A value the user gave
+(flag or file) that the chosen run never reads is an error, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+from transformers import HfArgumentParser
+
+from .arguments import (PHASES, PHASE_SETTINGS, DataArguments, ExperimentArguments, FinetuneOptions, ModelArguments,
+                        PretrainOptions, RunOptions, SharedTrainingArguments)
+from .pipeline import CUSTOM_DATA_FIELDS
+from .recipes import recipe_settings
+
+ARGUMENT_GROUPS = (DataArguments, ModelArguments, PretrainOptions, FinetuneOptions, SharedTrainingArguments,
+                   RunOptions)
+CONFIG_FILE_FLAG = "--config_file"
+PHASES_OF_MODE = {"compare": ("pretrain", "finetune"), "spt": ("pretrain",), "finetune": ("finetune",),
+                  "scratch": ("finetune",)}
+PRETRAIN_DATA_FIELDS = ("pretrain_task", "pretrain_data_dir", "pretrain_task_options")
+# flags read only together with another one
+NEEDS = {"proximity_every_n_steps": "log_proximity", "hub_model_id": "push_to_hub", "hub_strategy": "push_to_hub"}
+
+
+def build_parser() -> HfArgumentParser:
+    """The parser of every group, with the config-file flag shown in `--help`."""
+    parser = HfArgumentParser(ARGUMENT_GROUPS)
+    parser.add_argument(CONFIG_FILE_FLAG, help="YAML or JSON file of settings (the flags' names); flags override it.")
+    return parser
+
+
+def given_flags(argv: list[str]) -> dict[str, Any]:
+    """The settings typed on the command line (parsed, defaults left out)."""
+    peek = HfArgumentParser(ARGUMENT_GROUPS, add_help=False)
+    for action in peek._actions:
+        action.default, action.required = argparse.SUPPRESS, False
+    return vars(peek.parse_known_args(argv)[0])
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """A config file's settings; unknown names fail, naming them and the file."""
+    text = Path(path).read_text(encoding="utf-8")
+    if path.endswith((".yaml", ".yml")):
+        import yaml
+
+        settings = yaml.safe_load(text) or {}
+    else:
+        settings = json.loads(text)
+    if not isinstance(settings, dict):
+        raise ValueError(f"{path}: a config file holds a mapping of setting names to values, not {type(settings).__name__}.")
+    try:
+        HfArgumentParser(ARGUMENT_GROUPS).parse_dict(settings)
+    except ValueError as error:
+        if "not used by the HfArgumentParser" not in str(error):
+            raise
+        unknown = sorted(set(settings) - {f.name for group in ARGUMENT_GROUPS for f in fields(group)})
+        raise ValueError(f"{path}: unknown settings {unknown}; run with --help for the valid names.") from None
+    return settings
+
+
+def layered(layers: list[dict[str, Any]]) -> dict[str, Any]:
+    """Merge settings, later layers winning; a generic budget setting also clears the lower layers' per-phase ones."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        for generic, suffix in PHASE_SETTINGS.items():
+            if generic in layer:
+                for phase in PHASES:
+                    merged.pop(f"{phase}_{suffix}", None)
+        merged.update(layer)
+    return merged
+
+
+def check_all_read(
+    given: set[str], data: DataArguments, exp: ExperimentArguments, training: SharedTrainingArguments
+) -> None:
+    """Fail on a given setting the chosen run does not read (another phase's, another task's...)."""
+    phases = PHASES_OF_MODE[exp.mode]
+    unread = {}
+    if "pretrain" not in phases:
+        for name in given & {*(f.name for f in fields(PretrainOptions)), *PRETRAIN_DATA_FIELDS}:
+            unread[name] = f"only the pretraining phase reads it, and --mode {exp.mode} does not pretrain"
+    if "finetune" not in phases:
+        for name in given & {f.name for f in fields(FinetuneOptions)}:
+            unread[name] = f"only fine-tuning reads it, and --mode {exp.mode} does not fine-tune"
+    if exp.mode == "scratch" and "init_from" in given:
+        unread["init_from"] = "--mode scratch starts from random weights (or --model_name_or_path)"
+    for generic, suffix in PHASE_SETTINGS.items():
+        if generic in given and all(getattr(exp, f"{phase}_{suffix}") is not None for phase in phases):
+            per_phase = " and ".join(f"--{phase}_{suffix}" for phase in phases)
+            unread[generic] = f"{per_phase} set every phase this run trains"
+    if data.task != "custom":
+        for name in given & set(CUSTOM_DATA_FIELDS):
+            unread[name] = f"only --task custom reads it, not --task {data.task}"
+    for name, needed in NEEDS.items():
+        if name in given and not getattr(exp if hasattr(exp, needed) else training, needed):
+            unread[name] = f"it is read only with --{needed}"
+    if unread:
+        raise ValueError("Settings this run would not read:\n" + "\n".join(
+            f"  --{name}: {why}." for name, why in sorted(unread.items())) + "\nDrop them or change --mode/--task.")
+
+
+def parse_arguments(
+    argv: list[str],
+) -> tuple[DataArguments, ModelArguments, ExperimentArguments, SharedTrainingArguments]:
+    """Parse `run_spt.py`'s flags over `--config_file` over `--recipe`; see the module docstring."""
+    parser = build_parser()
+    flags = given_flags(argv)
+    config_file = parser.parse_known_args(argv)[0].config_file
+    file_settings = read_config_file(config_file) if config_file else {}
+    recipe = flags.get("recipe") or file_settings.get("recipe")
+    task = flags.get("task") or file_settings.get("task") or DataArguments.task
+    recipe_layer = recipe_settings(recipe, task) if recipe else {}
+    parser.set_defaults(**layered([recipe_layer, file_settings]))
+    for generic, suffix in PHASE_SETTINGS.items():  # a flag's generic budget beats the lower layers' per-phase values
+        if generic in flags:
+            parser.set_defaults(**{f"{phase}_{suffix}": None for phase in PHASES})
+    data, model, pretrain, finetune, training, run, _ = parser.parse_args_into_dataclasses(
+        args=argv, look_for_args_file=False)
+    experiment = ExperimentArguments(**asdict(run), **asdict(finetune), **asdict(pretrain))
+    check_all_read(set(flags) | set(file_settings), data, experiment, training)
+    return data, model, experiment, training
+
+
+__all__ = ["ARGUMENT_GROUPS", "build_parser", "given_flags", "read_config_file", "layered", "check_all_read",
+           "parse_arguments"]

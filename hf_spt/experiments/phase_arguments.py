@@ -1,0 +1,78 @@
+"""Each phase's Trainer arguments, from the flags both phases share and the phase's own.
+
+The shared `TrainingArguments` flags (`SharedTrainingArguments`) reach both phases unchanged;
+per phase, the budget (epochs, learning rate, batch size, max steps) is the per-phase flag, else
+the generic flag, else our default (`ExperimentArguments.phase_setting`). Each phase writes to its
+own folder and, with `--push_to_hub`, to its own Hub repo. Data loaders pin memory only when an
+accelerator can use it: on a CPU-only machine PyTorch would warn at every evaluation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..tasks import Task
+from ..training.arguments import FinetuneArguments, PretrainArguments
+from ..training.losses import class_weights_from_spec
+from .arguments import ExperimentArguments, SharedTrainingArguments
+
+
+def accelerator_available(training: SharedTrainingArguments) -> bool:
+    """Whether the Trainer will run on an accelerator (a GPU, MPS...), which pinned memory speeds up."""
+    return not training.use_cpu and torch.accelerator.is_available()
+
+
+def trainer_kwargs(
+    exp: ExperimentArguments, training: SharedTrainingArguments, phase: str, folder: Path, preset_batch: int,
+    epochs: float | None = None,
+) -> dict[str, Any]:
+    """`TrainingArguments` keyword arguments of `phase` ("pretrain"/"finetune") writing to `folder`.
+
+    `preset_batch`: the task preset's batch size, used when no flag sets one; `epochs` overrides
+    the phase's epochs (the compute-matched scratch arm of the ablation grid).
+    """
+    batch = exp.phase_setting(training, phase, "batch_size") or preset_batch
+    pin_memory = training.dataloader_pin_memory
+    return {
+        **training.phase_kwargs(),
+        "output_dir": str(folder),
+        "num_train_epochs": epochs if epochs is not None else exp.phase_setting(training, phase, "epochs"),
+        "learning_rate": exp.phase_setting(training, phase, "learning_rate"),
+        "per_device_train_batch_size": batch,
+        "per_device_eval_batch_size": training.per_device_eval_batch_size or batch,
+        "max_steps": exp.phase_setting(training, phase, "max_steps"),
+        # with --push_to_hub: the phase's final model only (hub_strategy "end"), to HUB_MODEL_ID-<phase folder>
+        "hub_model_id": f"{training.hub_model_id}-{folder.name}" if training.push_to_hub else None,
+        "hub_strategy": training.hub_strategy or "end",
+        "dataloader_pin_memory": accelerator_available(training) if pin_memory is None else pin_memory,
+    }
+
+
+def pretrain_arguments(
+    task: Task, exp: ExperimentArguments, training: SharedTrainingArguments, folder: Path
+) -> PretrainArguments:
+    """The pretraining phase's arguments: the shared flags, its budget and its masking options."""
+    return PretrainArguments(
+        mlm_probability=exp.mlm_probability or task.preset.mlm_probability,
+        mask_replace_prob=exp.mask_replace_prob,
+        random_replace_prob=exp.random_replace_prob,
+        token_weighting=exp.token_weighting,
+        **trainer_kwargs(exp, training, "pretrain", folder, task.preset.batch_size),
+    )
+
+
+def finetune_arguments(
+    task: Task, exp: ExperimentArguments, training: SharedTrainingArguments, folder: Path, num_labels: int,
+    epochs: float | None = None,
+) -> FinetuneArguments:
+    """A fine-tuning arm's arguments: the shared flags, its budget, and class weights counted on the training labels."""
+    return FinetuneArguments(
+        class_weights=class_weights_from_spec(exp.class_weighting, task.dataset["train"]["labels"], num_labels),
+        **trainer_kwargs(exp, training, "finetune", folder, task.preset.batch_size, epochs),
+    )
+
+
+__all__ = ["accelerator_available", "trainer_kwargs", "pretrain_arguments", "finetune_arguments"]
