@@ -25,6 +25,7 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
+from ..errors import UserInputError
 from .arguments import (PHASES, PHASE_SETTINGS, DataArguments, ExperimentArguments, FinetuneOptions, LoraOptions,
                         ModelArguments, PretrainOptions, RunOptions, SharedTrainingArguments)
 from .pipeline import CUSTOM_DATA_FIELDS
@@ -115,7 +116,7 @@ def check_all_read(
         if name in given and not getattr(exp if hasattr(exp, needed) else training, needed):
             unread[name] = f"it is read only with --{needed}"
     if unread:
-        raise ValueError("Settings this run would not read:\n" + "\n".join(
+        raise UserInputError("Settings this run would not read:\n" + "\n".join(
             f"  --{name}: {why}." for name, why in sorted(unread.items())) + "\nDrop them or change --mode/--task.")
 
 
