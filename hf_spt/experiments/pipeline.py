@@ -219,14 +219,16 @@ def finetune(
 
 
 def results_table(task_name: str, arms: list[dict[str, Any]]) -> str:
-    """Markdown table of the arms' test and validation scores, trainable parameters and times."""
-    lines = [f"Task: {task_name}", "", "| arm | test accuracy | validation accuracy | trainable parameters | seconds |",
-             "|---|---|---|---|---|"]
+    """Markdown table of the arms' test and validation scores and times; with a LoRA arm, their trainable
+    parameters too."""
+    counts = any(arm.get("finetune_method") == "lora" for arm in arms)
+    header = "| arm | test accuracy | validation accuracy |" + (" trainable parameters |" if counts else "")
+    lines = [f"Task: {task_name}", "", header + " seconds |", "|---|---|---|" + ("---|" if counts else "") + "---|"]
     for arm in arms:
-        trained = f"{arm['trainable_parameters']:,} of {arm['total_parameters']:,}" if "total_parameters" in arm else "n/a"
+        trained = f" {arm['trainable_parameters']:,} of {arm['total_parameters']:,} |" if counts else ""
         lines.append(
             f"| {arm['arm']} | {arm.get('test_accuracy', float('nan')):.4f} "
-            f"| {arm.get('eval_accuracy', float('nan')):.4f} | {trained} | {arm['seconds']:.1f} |"
+            f"| {arm.get('eval_accuracy', float('nan')):.4f} |{trained} {arm['seconds']:.1f} |"
         )
     return "\n".join(lines) + "\n"
 
