@@ -27,7 +27,8 @@ Usage:
 
     # Balestriero & Huang's comparison: from scratch vs pretrained + LoRA vs pretrained + full fine-tuning
     # (pip install -e ".[peft]"); --finetune_method lora fine-tunes any run's arms with LoRA
-    python run_scripts/run_spt.py --recipe balestriero_huang --mode lora_comparison --model_name_or_path path/to/pretrained
+    python run_scripts/run_spt.py --recipe balestriero_huang --mode lora_comparison \
+        --model_name_or_path path/to/pretrained
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from hf_spt.experiments.cli import USER_ERROR_STATUS, run_cli
 from hf_spt.experiments.command_line import parse_arguments
 from hf_spt.experiments.model_config import build_backbone_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
+from hf_spt.experiments.run_folder import resume_checkpoint
 from hf_spt.training.checkpoints import HubNotReadyError
 from hf_spt.training.collators import DataCollatorForClassification
 from hf_spt.training.model_factory import pretraining_model
@@ -84,13 +85,15 @@ def test_lora_comparison_runs_the_three_arms_and_saves_a_loadable_adapter(tmp_pa
     original = load_file(pretrained / "model.safetensors")
     backbone = {key.removeprefix("bert."): value for key, value in original.items() if key.startswith("bert.")}
     assert backbone and all(torch.equal(base[f"backbone.{key}"], value) for key, value in backbone.items())
+    # an interrupted LoRA arm resumes: its checkpoints (adapter and head, optimizer) count as complete
+    assert resume_checkpoint(run_folder / "pretrained_lora") is not None
     config = json.loads((run_folder / "pretrained_lora" / "adapter_config.json").read_text())
     assert config["base_model_name_or_path"] == "pretrained_lora/base"
     assert reloaded_test_loss(run_folder, "pretrained_lora", monkeypatch) == pytest.approx(lora["test_loss"], abs=1e-5)
     card = ModelCard.load(run_folder / "pretrained_lora" / "README.md")
     assert card.data.library_name == "peft" and {"peft", "lora"} <= set(card.data.tags)
     assert card.data.spt["adapter"]["base_weights"] == "pretrained_lora/base"
-    assert "AutoPeftModelForSequenceClassification" in card.text
+    assert "AutoPeftModelForSequenceClassification.from_pretrained(\"pretrained_lora\")" in card.text
     assert ModelCard.load(run_folder / "pretrained_full" / "README.md").data.library_name == "transformers"
 
 

@@ -10,7 +10,7 @@
 - `LoraOptions` ("LoRA fine-tuning (peft)"): `--finetune_method lora` and `peft.LoraConfig`'s settings.
 - `RunOptions` ("Experiment"): which phases run (`--mode`), the recipe, the proximity probe.
 
-`ExperimentArguments` joins the two phase groups and the run group into the object the
+`ExperimentArguments` joins the two phase groups, the LoRA group and the run group into the object the
 pipeline reads. The generic `--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size`
 and `--max_steps` default to `None` here so that a given value can be told from our defaults: given,
 they set both phases (a per-phase flag wins for its phase); not given, `PHASE_DEFAULTS` hold.
@@ -351,5 +351,5 @@ def _default(spec) -> Any:
     return spec.default_factory() if callable(spec.default_factory) else spec.default
 
 
-__all__ = ["MODES", "FINETUNE_METHODS", "LoraOptions", "PHASES", "PHASE_SETTINGS", "PHASE_DEFAULTS", "DataArguments", "ModelArguments", "PretrainOptions",
-           "FinetuneOptions", "RunOptions", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]
+__all__ = ["MODES", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_DEFAULTS", "DataArguments", "ModelArguments", "PretrainOptions",
+           "FinetuneOptions", "LoraOptions", "RunOptions", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

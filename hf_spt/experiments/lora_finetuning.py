@@ -74,8 +74,10 @@ def adapter_provenance(model: nn.Module, folder: Path) -> dict[str, Any]:
     """What the card says about an adapter: peft's settings and the base weights it applies to."""
     config = model.peft_config["default"]
     return {"method": "lora", "r": config.r, "lora_alpha": config.lora_alpha, "lora_dropout": config.lora_dropout,
-            "target_modules": sorted(config.target_modules), "modules_to_save": sorted(set(config.modules_to_save or [])),
+            "target_modules": sorted(config.target_modules),
+            "modules_to_save": sorted(set(config.modules_to_save or [])),
             "base_weights": base_reference(folder)}
 
 
-__all__ = ["BASE_FOLDER", "COMPARISON_ARMS", "uses_lora", "check_lora_ready", "target_modules", "with_adapters", "base_reference", "adapter_provenance"]
+__all__ = ["BASE_FOLDER", "COMPARISON_ARMS", "uses_lora", "check_lora_ready", "target_modules", "with_adapters",
+           "base_reference", "adapter_provenance"]

@@ -136,8 +136,13 @@ class SptModelCardData:
     def template_context(self) -> dict[str, Any]:
         """Everything the template reads besides `card_data`."""
         kind = "self-pretrained (SPT phase)" if self.phase == "pretrain" else "sequence classifier"
+        auto_class = ("AutoPeftModelForSequenceClassification" if self.adapter
+                      else AUTO_CLASSES[self.objective if self.phase == "pretrain" else None])
+        load_path = self.hub_model_id or "path/to/this/folder"
         if self.adapter:
-            kind = f"LoRA adapter (peft) and classifier head, on the base weights `{self.adapter['base_weights']}`, of a {kind}"
+            kind = (f"LoRA adapter (peft) and classifier head, on the base weights `{self.adapter['base_weights']}`, "
+                    f"of a {kind}")
+            load_path = self.hub_model_id or Path(self.adapter["base_weights"]).parent.as_posix()
         start = f"from `{self.init_from}`" if self.init_from else "from random initialisation"
         return {
             "model_name": self.model_name, "phase": self.phase, "task_name": self.task_name,
@@ -149,11 +154,11 @@ class SptModelCardData:
             "mlm_probability_text": "n/a" if self.mlm_probability is None else f"{self.mlm_probability:g}",
             "init_parts_text": _listed(self.init_parts), "freeze_parts_text": _listed(self.freeze_parts),
             "adapter": self.adapter, "finetune_text": self.finetune_text(),
-            "auto_module": "peft" if self.adapter else "transformers",
+            "imports": (f"from peft import {auto_class}\nfrom transformers import AutoTokenizer" if self.adapter
+                        else f"from transformers import {auto_class}, AutoTokenizer"),
             "results_table": self.results_table(), "training_table": self.training_table(),
-            "auto_class": "AutoPeftModelForSequenceClassification" if self.adapter
-            else AUTO_CLASSES[self.objective if self.phase == "pretrain" else None],
-            "load_path": self.hub_model_id or "path/to/this/folder", "versions": self.versions,
+            "auto_class": auto_class,
+            "load_path": load_path, "versions": self.versions,
         }
 
 
