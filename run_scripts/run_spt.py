@@ -24,6 +24,11 @@ Usage:
     python run_scripts/run_spt.py --model_type gpt2 --from_scratch --pretrain_objective causal --output_dir runs/gpt2
     python run_scripts/run_spt.py --mode scratch --model_name_or_path path/to/pretrained --output_dir runs/pre
     python run_scripts/run_spt.py --recipe balestriero_huang --mode scratch --model_type llama --from_scratch
+
+    # Balestriero & Huang's comparison: from scratch vs pretrained + LoRA vs pretrained + full fine-tuning
+    # (pip install -e ".[peft]"); --finetune_method lora fine-tunes any run's arms with LoRA
+    python run_scripts/run_spt.py --recipe balestriero_huang --mode lora_comparison \
+        --model_name_or_path path/to/pretrained
 """
 
 from __future__ import annotations

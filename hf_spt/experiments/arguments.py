@@ -7,9 +7,10 @@
 - `SharedTrainingArguments` ("Both phases (transformers TrainingArguments)"): every flag of
   transformers' `TrainingArguments` (`--bf16`, `--gradient_accumulation_steps`, `--report_to`...),
   given to both phases, plus `--overwrite_output_dir`.
+- `LoraOptions` ("LoRA fine-tuning (peft)"): `--finetune_method lora` and `peft.LoraConfig`'s settings.
 - `RunOptions` ("Experiment"): which phases run (`--mode`), the recipe, the proximity probe.
 
-`ExperimentArguments` joins the two phase groups and the run group into the object the
+`ExperimentArguments` joins the two phase groups, the LoRA group and the run group into the object the
 pipeline reads. The generic `--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size`
 and `--max_steps` default to `None` here so that a given value can be told from our defaults: given,
 they set both phases (a per-phase flag wins for its phase); not given, `PHASE_DEFAULTS` hold.
@@ -23,9 +24,11 @@ from typing import Any
 
 from transformers import TrainingArguments
 
+from ..errors import UserInputError
 from ..training.parts import parse_parts
 
-MODES = ("compare", "spt", "finetune", "scratch")
+MODES = ("compare", "spt", "finetune", "scratch", "lora_comparison")
+FINETUNE_METHODS = ("full", "lora")
 PHASES = ("pretrain", "finetune")
 # generic TrainingArguments field -> the per-phase flag suffix that overrides it for one phase
 PHASE_SETTINGS = {"num_train_epochs": "epochs", "learning_rate": "learning_rate",
@@ -197,6 +200,30 @@ class FinetuneOptions:
 
 
 @dataclass
+class LoraOptions:
+    """How fine-tuning trains: every weight (full), or LoRA adapters through `peft` with the head in full.
+
+    The LoRA settings mirror `peft.LoraConfig`; they are read only with `--finetune_method lora` (every
+    fine-tuning arm of the run) or `--mode lora_comparison` (its pretrained_lora arm).
+    """
+
+    _argument_group_name = "LoRA fine-tuning (peft)"
+
+    finetune_method: str = field(
+        default="full", metadata={"help": "full (every weight trains) or lora (peft LoRA adapters plus the classifier "
+                                 "head; the base weights stay as they were), in every fine-tuning arm. SPT always "
+                                 "trains the full model. Needs pip install -e \".[peft]\"."}
+    )
+    lora_r: int = field(default=8, metadata={"help": "LoRA rank r (peft.LoraConfig.r)."})
+    lora_alpha: int = field(default=8, metadata={"help": "LoRA scaling alpha; the update is scaled by alpha/r."})
+    lora_dropout: float = field(default=0.0, metadata={"help": "Dropout on the LoRA branch's input."})
+    lora_target_modules: str | None = field(
+        default=None, metadata={"help": "Comma-separated module names that get adapters, e.g. q_proj,v_proj "
+                                "(default: peft's per-architecture default; q_proj,v_proj for the SPT encoder)."}
+    )
+
+
+@dataclass
 class RunOptions:
     """Which phases run, a published recipe, and the attention-proximity probe."""
 
@@ -205,7 +232,9 @@ class RunOptions:
     mode: str = field(
         default="compare",
         metadata={"help": "compare (pretrain then fine-tune, and scratch), spt (pretrain only), finetune (from "
-        "--init_from, default OUTPUT_DIR/pretrain), scratch (fine-tune from random init only)."},
+        "--init_from, default OUTPUT_DIR/pretrain), scratch (fine-tune from random init only), lora_comparison "
+        "(Balestriero & Huang: --model_name_or_path's architecture from scratch vs its weights with LoRA vs with "
+        "full fine-tuning, arms scratch, pretrained_lora, pretrained_full)."},
     )
     recipe: str | None = field(
         default=None, metadata={"help": "balestriero_huang or amos_lra: published settings under every explicit flag."}
@@ -221,12 +250,18 @@ class RunOptions:
 
 
 @dataclass
-class ExperimentArguments(RunOptions, FinetuneOptions, PretrainOptions):
+class ExperimentArguments(RunOptions, LoraOptions, FinetuneOptions, PretrainOptions):
     """The phase groups and the run group in one object: what the pipeline reads besides the shared Trainer flags."""
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODES)}.")
+        if self.finetune_method not in FINETUNE_METHODS:
+            raise UserInputError(f"Unknown --finetune_method {self.finetune_method!r}; choose one of "
+                                 f"{', '.join(FINETUNE_METHODS)}.")
+        if self.freeze_parts is not None and (self.finetune_method == "lora" or self.mode == "lora_comparison"):
+            raise UserInputError("--freeze_parts does not combine with LoRA, which already freezes every weight but "
+                                 "the adapters and the classifier head.")
         if self.init_parts is not None and self.mode == "scratch":
             raise ValueError("--init_parts needs SPT weights: use --mode compare or finetune, not scratch.")
         for parts in (self.init_parts, self.freeze_parts):
@@ -316,5 +351,5 @@ def _default(spec) -> Any:
     return spec.default_factory() if callable(spec.default_factory) else spec.default
 
 
-__all__ = ["MODES", "PHASES", "PHASE_SETTINGS", "PHASE_DEFAULTS", "DataArguments", "ModelArguments", "PretrainOptions",
-           "FinetuneOptions", "RunOptions", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]
+__all__ = ["MODES", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_DEFAULTS", "DataArguments", "ModelArguments", "PretrainOptions",
+           "FinetuneOptions", "LoraOptions", "RunOptions", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

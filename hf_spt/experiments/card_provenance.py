@@ -51,6 +51,7 @@ def phase_card_data(
     init_parts: str | None = None,
     freeze_parts: str | None = None,
     pretraining_data: str | None = None,
+    adapter: dict[str, Any] | None = None,
 ) -> SptModelCardData:
     """Card data of one pipeline phase (metrics are filled in when the phase ends).
 
@@ -59,7 +60,7 @@ def phase_card_data(
     `init_parts`: only these parts came from `init_from` (hybrid init; None: all but the head);
     `freeze_parts`: parts kept at their initial values. `pretraining_data`: what the pretraining
     phase behind `init_from` read, as its phase.json recorded it (cross-task SPT: another task's
-    inputs); None: this phase's task.
+    inputs); None: this phase's task. `adapter`: a LoRA arm's peft settings and base weights.
     """
     backbone = getattr(config, "backbone", None) or config
     had_spt = phase in ("pretrain", "spt") or pretrain_epochs is not None
@@ -84,6 +85,7 @@ def phase_card_data(
         init_parts=([f"{part} of {init}" for part in init_parts.split(",")] if init_parts
                       else [f"all weights of {init} except the task head"] if init else []),
         freeze_parts=freeze_parts.split(",") if freeze_parts else [],
+        adapter=adapter,
         seed=args.seed,
         training=training,
         hub_model_id=args.hub_model_id if args.push_to_hub else None,

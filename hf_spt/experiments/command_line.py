@@ -25,19 +25,21 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
-from .arguments import (PHASES, PHASE_SETTINGS, DataArguments, ExperimentArguments, FinetuneOptions, ModelArguments,
-                        PretrainOptions, RunOptions, SharedTrainingArguments)
+from ..errors import UserInputError
+from .arguments import (PHASES, PHASE_SETTINGS, DataArguments, ExperimentArguments, FinetuneOptions, LoraOptions,
+                        ModelArguments, PretrainOptions, RunOptions, SharedTrainingArguments)
 from .pipeline import CUSTOM_DATA_FIELDS
 from .recipes import recipe_settings
 
-ARGUMENT_GROUPS = (DataArguments, ModelArguments, PretrainOptions, FinetuneOptions, SharedTrainingArguments,
-                   RunOptions)
+ARGUMENT_GROUPS = (DataArguments, ModelArguments, PretrainOptions, FinetuneOptions, LoraOptions,
+                   SharedTrainingArguments, RunOptions)
 CONFIG_FILE_FLAG = "--config_file"
 PHASES_OF_MODE = {"compare": ("pretrain", "finetune"), "spt": ("pretrain",), "finetune": ("finetune",),
-                  "scratch": ("finetune",)}
+                  "scratch": ("finetune",), "lora_comparison": ("finetune",)}
 PRETRAIN_DATA_FIELDS = ("pretrain_task", "pretrain_data_dir", "pretrain_task_options")
 # flags read only together with another one
 NEEDS = {"proximity_every_n_steps": "log_proximity", "hub_model_id": "push_to_hub", "hub_strategy": "push_to_hub"}
+LORA_SETTINGS = ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules")
 
 
 def build_parser() -> HfArgumentParser:
@@ -102,6 +104,7 @@ def check_all_read(
             unread[name] = f"only fine-tuning reads it, and --mode {exp.mode} does not fine-tune"
     if exp.mode == "scratch" and "init_from" in given:
         unread["init_from"] = "--mode scratch starts from random weights (or --model_name_or_path)"
+    unread.update(unread_lora_settings(given, exp))
     for generic, suffix in PHASE_SETTINGS.items():
         if generic in given and all(getattr(exp, f"{phase}_{suffix}") is not None for phase in phases):
             per_phase = " and ".join(f"--{phase}_{suffix}" for phase in phases)
@@ -113,8 +116,24 @@ def check_all_read(
         if name in given and not getattr(exp if hasattr(exp, needed) else training, needed):
             unread[name] = f"it is read only with --{needed}"
     if unread:
-        raise ValueError("Settings this run would not read:\n" + "\n".join(
+        raise UserInputError("Settings this run would not read:\n" + "\n".join(
             f"  --{name}: {why}." for name, why in sorted(unread.items())) + "\nDrop them or change --mode/--task.")
+
+
+def unread_lora_settings(given: set[str], exp: ExperimentArguments) -> dict[str, str]:
+    """The LoRA settings (and starting points) a run would not read, with why: LoRA flags without LoRA,
+    and what `--mode lora_comparison` fixes itself (each arm's method and starting weights)."""
+    if exp.mode == "lora_comparison":
+        fixed = given & {"finetune_method", "init_from", "init_parts"}
+        return {name: "--mode lora_comparison sets each arm's method and starts from --model_name_or_path"
+                for name in fixed}
+    if exp.mode == "spt":
+        return {name: "only fine-tuning reads it, and --mode spt does not fine-tune"
+                for name in given & {"finetune_method", *LORA_SETTINGS}}
+    if exp.finetune_method != "lora":
+        return {name: "it is read only with --finetune_method lora (or --mode lora_comparison)"
+                for name in given & set(LORA_SETTINGS)}
+    return {}
 
 
 def parse_arguments(
@@ -132,12 +151,12 @@ def parse_arguments(
     for generic, suffix in PHASE_SETTINGS.items():  # a flag's generic budget beats the lower layers' per-phase values
         if generic in flags:
             parser.set_defaults(**{f"{phase}_{suffix}": None for phase in PHASES})
-    data, model, pretrain, finetune, training, run, _ = parser.parse_args_into_dataclasses(
+    data, model, pretrain, finetune, lora, training, run, _ = parser.parse_args_into_dataclasses(
         args=argv, look_for_args_file=False)
-    experiment = ExperimentArguments(**asdict(run), **asdict(finetune), **asdict(pretrain))
+    experiment = ExperimentArguments(**asdict(run), **asdict(lora), **asdict(finetune), **asdict(pretrain))
     check_all_read(set(flags) | set(file_settings), data, experiment, training)
     return data, model, experiment, training
 
 
 __all__ = ["ARGUMENT_GROUPS", "build_parser", "given_flags", "read_config_file", "layered", "check_all_read",
-           "parse_arguments"]
+           "unread_lora_settings", "parse_arguments"]

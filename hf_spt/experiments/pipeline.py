@@ -4,6 +4,7 @@ Output layout under `output_dir`:
     pretrain/   SPT phase: Trainer checkpoints, and the best-validation MLM model at its root
     spt/        fine-tuned from pretrain/ (arm "spt")
     scratch/    fine-tuned from random init (arm "scratch")
+    pretrained_lora/, pretrained_full/   --mode lora_comparison's other arms (see lora_finetuning.py)
     results.json, results.md
 Each phase folder ends with `phase.json` (its metrics); a re-run skips phases that have one
 and resumes the others from their last checkpoint, so an interrupted run loses at most an epoch.
@@ -21,10 +22,12 @@ from accelerate import PartialState
 from transformers import set_seed
 
 from ..analysis.callback import ProximityCallback
+from ..errors import UserInputError
 from ..models.backbone_classifier import BackboneClassifierConfig
 from ..models.configuration_spt import SptConfig
 from ..tasks import Task, load_task
 from ..training.finetune_trainer import FinetuneTrainer
+from ..training.lora import parameter_counts
 from ..training.model_card import SptModelCardData
 from ..training.model_factory import classification_model, pretraining_collator, pretraining_model
 from ..training.parts import freeze_parts as freeze_model_parts
@@ -33,6 +36,7 @@ from ..training.pretrain_trainer import PretrainTrainer
 from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from .card_provenance import phase_card_data
 from .hub import check_hub_ready
+from .lora_finetuning import COMPARISON_ARMS, adapter_provenance, check_lora_ready, with_adapters
 from .model_config import build_config, starting_weights
 from .phase_arguments import finetune_arguments, pretrain_arguments
 from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json, write_text
@@ -169,13 +173,15 @@ def finetune(
     init_parts: str | None = None,
     freeze_parts: str | None = None,
     epochs: float | None = None,
+    method: str | None = None,
 ) -> dict[str, Any]:
     """Fine-tune a classifier (from `init_from`'s SPT or pretrained weights, or from scratch) and test its
     best checkpoint.
 
     `init_parts` ("qk", "attention,mlp"...): hybrid init, a fresh model given only those parts of
     `init_from`. `freeze_parts`: parts kept at their initial values. `epochs` overrides the
-    fine-tuning epochs (the compute-matched scratch arm).
+    fine-tuning epochs (the compute-matched scratch arm). `method`: "full" or "lora" (default:
+    `exp.finetune_method`); with LoRA only adapters and the head train (`lora_finetuning.with_adapters`).
     """
     if (done := _finished(folder)) is not None:
         return done
@@ -189,6 +195,9 @@ def finetune(
         load_partial_weights(model, init_from, init_parts)
     if freeze_parts is not None:
         freeze_model_parts(model, freeze_parts)
+    method = method or exp.finetune_method
+    if method == "lora":
+        model = with_adapters(model, exp, folder)
     args = finetune_arguments(task, exp, training, folder, config.num_labels, epochs)
     trainer = FinetuneTrainer(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
@@ -198,22 +207,28 @@ def finetune(
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
     result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
-              "freeze_parts": freeze_parts, "seconds": clock.seconds()}
+              "freeze_parts": freeze_parts, "finetune_method": method, **parameter_counts(model),
+              "seconds": clock.seconds()}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
     card = phase_card_data(task, config, exp, arm, args, init_from, pretrain_epochs=(source_phase or {}).get("epochs"),
                            extra_training={"class_weighting": exp.class_weighting}, init_parts=init_parts,
-                           freeze_parts=freeze_parts, pretraining_data=(source_phase or {}).get("pretraining_data"))
+                           freeze_parts=freeze_parts, pretraining_data=(source_phase or {}).get("pretraining_data"),
+                           adapter=adapter_provenance(model, folder) if method == "lora" else None)
     return _finish(trainer, folder, result, card)
 
 
 def results_table(task_name: str, arms: list[dict[str, Any]]) -> str:
-    """Markdown table of the arms' test and validation scores and times."""
-    lines = [f"Task: {task_name}", "", "| arm | test accuracy | validation accuracy | seconds |", "|---|---|---|---|"]
+    """Markdown table of the arms' test and validation scores and times; with a LoRA arm, their trainable
+    parameters too."""
+    counts = any(arm.get("finetune_method") == "lora" for arm in arms)
+    header = "| arm | test accuracy | validation accuracy |" + (" trainable parameters |" if counts else "")
+    lines = [f"Task: {task_name}", "", header + " seconds |", "|---|---|---|" + ("---|" if counts else "") + "---|"]
     for arm in arms:
+        trained = f" {arm['trainable_parameters']:,} of {arm['total_parameters']:,} |" if counts else ""
         lines.append(
             f"| {arm['arm']} | {arm.get('test_accuracy', float('nan')):.4f} "
-            f"| {arm.get('eval_accuracy', float('nan')):.4f} | {arm['seconds']:.1f} |"
+            f"| {arm.get('eval_accuracy', float('nan')):.4f} |{trained} {arm['seconds']:.1f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -226,7 +241,7 @@ def write_results(output_dir: Path, task_name: str, arms: list[dict[str, Any]], 
 
 
 PHASE_FOLDERS = {"compare": ("pretrain", "spt", "scratch"), "spt": ("pretrain",), "finetune": ("spt",),
-                 "scratch": ("scratch",)}
+                 "scratch": ("scratch",), "lora_comparison": tuple(name for name, _, _ in COMPARISON_ARMS)}
 
 
 def clear_phase_folders(output_dir: Path, mode: str) -> None:
@@ -245,9 +260,13 @@ def run_experiment(
     output_dir = Path(training.output_dir)
     if training.push_to_hub:
         check_hub_ready(training.hub_model_id)  # fail now, not after training
+    check_lora_ready(exp)
     task = prepare_task(data_args, training.seed)
     config = build_config(task, model_args)
     start_weights = starting_weights(model_args)
+    if exp.mode == "lora_comparison" and start_weights is None:
+        raise UserInputError("--mode lora_comparison compares a pretrained model with its architecture trained from "
+                             "scratch: give the pretrained weights with --model_name_or_path (without --from_scratch).")
     # every phase's arguments are checked by transformers now, before any training
     if exp.mode in ("compare", "spt"):
         pretrain_arguments(task, exp, training, output_dir / "pretrain")
@@ -271,6 +290,11 @@ def run_experiment(
     if exp.mode in ("compare", "scratch"):
         arms.insert(0, finetune(task, config, exp, training, output_dir / "scratch", "scratch", init_from=start_weights,
                                 freeze_parts=exp.freeze_parts))
+    if exp.mode == "lora_comparison":  # Balestriero & Huang: the architecture from scratch vs its pretrained weights
+        scratch_config = build_config(task, replace(model_args, from_scratch=True))
+        arms = [finetune(task, config if pretrained else scratch_config, exp, training, output_dir / name, name,
+                         init_from=start_weights if pretrained else None, freeze_parts=exp.freeze_parts, method=method)
+                for name, method, pretrained in COMPARISON_ARMS]
     state = PartialState()
     extra = {"mode": exp.mode, "seed": training.seed, "world_size": state.num_processes,
              "model": config.to_diff_dict() | {"model_type": config.model_type},

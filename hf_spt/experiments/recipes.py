@@ -8,7 +8,9 @@ flags override for their phase.
 
 - `balestriero_huang` (Balestriero & Huang): AdaFactor, cosine decay after a 5% linear warm-up,
   batch 8, 10,000 steps (each phase), no gradient accumulation, and their classifier head, a
-  linear layer on the last token's state concatenated with the mean (`last_mean`).
+  linear layer on the last token's state concatenated with the mean (`last_mean`). Their
+  comparison, from scratch vs the pretrained checkpoint with LoRA (and with full fine-tuning), is
+  `--mode lora_comparison --model_name_or_path ...` under this recipe.
 - `amos_lra` (Amos et al., arXiv 2310.02980, SPT on Long Range Arena): the LRA task's registered
   preset (masking rate: 50% visual, 15% text and retrieval, 10% ListOps; batch, model size,
   length) with mean pooling, AdamW at 1e-3 (the top of their grid) and up to 200 pretraining

@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 LOCK_NAME = ".hf_spt.lock"
 HOLDER_NAME = ".hf_spt.lock.holder"
 TRAINER_STATE_NAME = "trainer_state.json"
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "adapter_model.safetensors")
 RESUME_FILES = ("optimizer.pt", "scheduler.pt")
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -150,7 +150,9 @@ def _weights_readable(checkpoint: Path) -> bool:
     if (checkpoint / "pytorch_model.bin").is_file():
         return True
     index = read_json(checkpoint / "model.safetensors.index.json", quiet=True)
-    files = sorted(set(index["weight_map"].values())) if index else ["model.safetensors"]
+    adapter = (checkpoint / "adapter_model.safetensors").is_file()  # a LoRA arm saves its adapter and head only
+    files = sorted(set(index["weight_map"].values())) if index else ["adapter_model.safetensors" if adapter
+                                                                     else "model.safetensors"]
     try:
         for name in files:
             with safe_open(str(checkpoint / name), framework="pt"):

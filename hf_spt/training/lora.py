@@ -76,9 +76,15 @@ def apply_lora(
 
 
 def parameter_counts(model: nn.Module) -> dict[str, int]:
-    """Trainable and total parameter counts (what `results.json` reports for each arm)."""
-    total = sum(parameter.numel() for parameter in model.parameters())
-    trainable = sum(parameter.numel() for parameter in model.parameters() if parameter.requires_grad)
+    """Trainable and total parameter counts (what `results.json` reports for each arm).
+
+    The total counts the weights the model computes with: peft keeps a frozen, unused copy of each
+    `modules_to_save` module (`original_module`), which it leaves out, so that a LoRA arm's total is
+    its full-fine-tuning twin's plus the adapters.
+    """
+    used = [parameter for name, parameter in model.named_parameters() if ".original_module." not in name]
+    total = sum(parameter.numel() for parameter in used)
+    trainable = sum(parameter.numel() for parameter in used if parameter.requires_grad)
     return {"trainable_parameters": trainable, "total_parameters": total}
 
 

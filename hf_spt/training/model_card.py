@@ -61,6 +61,7 @@ class SptModelCardData:
     mlm_probability: float | None = None
     init_parts: list[str] | None = None  # "<part> of <checkpoint>" for each part taken from another checkpoint
     freeze_parts: list[str] | None = None
+    adapter: dict[str, Any] | None = None  # a LoRA adapter's peft settings and `base_weights`; None: full weights
     seed: int = 0
     metrics: dict[str, float] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)
@@ -90,11 +91,12 @@ class SptModelCardData:
 
     def to_card_data(self) -> ModelCardData:
         """The YAML header: library, tags, data set, metrics (model-index) and the SPT provenance."""
+        adapter_tags = ["peft", "lora"] if self.adapter else []
         return ModelCardData(
-            library_name="transformers",
+            library_name="peft" if self.adapter else "transformers",
             model_name=self.model_name,
             pipeline_tag=self.pipeline_tag,
-            tags=["hf_spt", "self-pretraining", self.phase, self.architecture],
+            tags=["hf_spt", "self-pretraining", self.phase, self.architecture, *adapter_tags],
             datasets=[self.task_name],
             metrics=sorted({r.metric_type for r in self.eval_results()}) or None,
             base_model=self.base_model,
@@ -102,7 +104,8 @@ class SptModelCardData:
             spt={"phase": self.phase, "init_from": self.init_from, "objective": self.objective,
                  "pretraining_data": self.pretraining_data, "pretraining_task": self.pretraining_task,
                  "pretrain_epochs": self.pretrain_epochs, "mlm_probability": self.mlm_probability,
-                 "init_parts": self.init_parts, "freeze_parts": self.freeze_parts, "seed": self.seed},
+                 "init_parts": self.init_parts, "freeze_parts": self.freeze_parts, "adapter": self.adapter,
+                 "seed": self.seed},
         )
 
     def results_table(self) -> str:
@@ -119,9 +122,27 @@ class SptModelCardData:
             return "Not recorded."
         return "\n".join(["| setting | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(self.training.items())])
 
+    def finetune_text(self) -> str:
+        """How the weights were fine-tuned: in full, or a LoRA adapter with its peft settings."""
+        if self.phase == "pretrain":
+            return "n/a"
+        if not self.adapter:
+            return "all weights"
+        a = self.adapter
+        return (f"LoRA (r={a['r']}, alpha={a['lora_alpha']}, dropout={a['lora_dropout']}, on "
+                f"{', '.join(a['target_modules'])}) on base weights `{a['base_weights']}`; "
+                f"{', '.join(a['modules_to_save'])} trained in full")
+
     def template_context(self) -> dict[str, Any]:
         """Everything the template reads besides `card_data`."""
         kind = "self-pretrained (SPT phase)" if self.phase == "pretrain" else "sequence classifier"
+        auto_class = ("AutoPeftModelForSequenceClassification" if self.adapter
+                      else AUTO_CLASSES[self.objective if self.phase == "pretrain" else None])
+        load_path = self.hub_model_id or "path/to/this/folder"
+        if self.adapter:
+            kind = (f"LoRA adapter (peft) and classifier head, on the base weights `{self.adapter['base_weights']}`, "
+                    f"of a {kind}")
+            load_path = self.hub_model_id or Path(self.adapter["base_weights"]).parent.as_posix()
         start = f"from `{self.init_from}`" if self.init_from else "from random initialisation"
         return {
             "model_name": self.model_name, "phase": self.phase, "task_name": self.task_name,
@@ -132,9 +153,12 @@ class SptModelCardData:
             "pretrain_epochs_text": "n/a" if self.pretrain_epochs is None else f"{self.pretrain_epochs:g}",
             "mlm_probability_text": "n/a" if self.mlm_probability is None else f"{self.mlm_probability:g}",
             "init_parts_text": _listed(self.init_parts), "freeze_parts_text": _listed(self.freeze_parts),
+            "adapter": self.adapter, "finetune_text": self.finetune_text(),
+            "imports": (f"from peft import {auto_class}\nfrom transformers import AutoTokenizer" if self.adapter
+                        else f"from transformers import {auto_class}, AutoTokenizer"),
             "results_table": self.results_table(), "training_table": self.training_table(),
-            "auto_class": AUTO_CLASSES[self.objective if self.phase == "pretrain" else None],
-            "load_path": self.hub_model_id or "path/to/this/folder", "versions": self.versions,
+            "auto_class": auto_class,
+            "load_path": load_path, "versions": self.versions,
         }
 
 

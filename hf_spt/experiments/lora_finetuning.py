@@ -1,0 +1,83 @@
+"""LoRA fine-tuning arms of the pipeline: adapters through `peft`, a loadable base next to them.
+
+`--finetune_method lora` fine-tunes every arm of a run with LoRA adapters (`training.lora.apply_lora`:
+the settings of `LoraOptions`, the classifier head trained in full, every other weight frozen).
+The arm's folder then holds what `peft` saves (`adapter_model.safetensors`, `adapter_config.json`:
+adapters plus the trained head) and a `base/` folder: the classifier the adapters were trained on,
+as it was before training (starting weights and a fresh head). `base/` is needed because no other
+folder holds those exact weights: hf_spt's pooled head on a pretrained backbone, an SPT
+checkpoint or a random init is not what `--model_name_or_path` alone would load.
+`adapter_config.json` names it by its path relative to the run folder (never an absolute path,
+which a Hub push would publish), so from the run folder
+
+    AutoPeftModelForSequenceClassification.from_pretrained("pretrained_lora")
+
+rebuilds the fine-tuned classifier. SPT never uses LoRA: the pretraining phase trains the full
+model, and LoRA applies to fine-tuning its weights.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from accelerate import PartialState
+from torch import nn
+from transformers import PreTrainedModel
+
+from ..training.lora import apply_lora, require_peft
+from .arguments import ExperimentArguments
+
+BASE_FOLDER = "base"
+# --mode lora_comparison: (arm and folder, fine-tuning method, starts from --model_name_or_path's weights)
+COMPARISON_ARMS = (("scratch", "full", False), ("pretrained_lora", "lora", True), ("pretrained_full", "full", True))
+
+
+def uses_lora(exp: ExperimentArguments) -> bool:
+    """Whether any fine-tuning arm of the run trains LoRA adapters."""
+    return exp.finetune_method == "lora" or exp.mode == "lora_comparison"
+
+
+def check_lora_ready(exp: ExperimentArguments) -> None:
+    """Before any training: a LoRA run needs `peft` installed (the message names the extra)."""
+    if uses_lora(exp):
+        require_peft()
+
+
+def target_modules(exp: ExperimentArguments) -> list[str] | None:
+    """`--lora_target_modules` as a list; None: peft's default for the architecture."""
+    if not exp.lora_target_modules:
+        return None
+    return [name.strip() for name in exp.lora_target_modules.split(",") if name.strip()]
+
+
+def with_adapters(model: PreTrainedModel, exp: ExperimentArguments, folder: Path) -> nn.Module:
+    """`model` wrapped with LoRA adapters; its starting weights saved as `folder/base`, which the adapter
+    config names relative to the run folder (`folder`'s parent)."""
+    base = folder / BASE_FOLDER
+    if PartialState().is_main_process:
+        model.save_pretrained(base)
+    PartialState().wait_for_everyone()
+    wrapped = apply_lora(model, r=exp.lora_r, lora_alpha=exp.lora_alpha, lora_dropout=exp.lora_dropout,
+                         target_modules=target_modules(exp))
+    wrapped.peft_config["default"].base_model_name_or_path = base_reference(folder)
+    return wrapped
+
+
+def base_reference(folder: Path) -> str:
+    """The arm's base folder as the adapter config and the card name it: relative to the run folder."""
+    return Path(os.path.relpath(folder / BASE_FOLDER, folder.parent)).as_posix()
+
+
+def adapter_provenance(model: nn.Module, folder: Path) -> dict[str, Any]:
+    """What the card says about an adapter: peft's settings and the base weights it applies to."""
+    config = model.peft_config["default"]
+    return {"method": "lora", "r": config.r, "lora_alpha": config.lora_alpha, "lora_dropout": config.lora_dropout,
+            "target_modules": sorted(config.target_modules),
+            "modules_to_save": sorted(set(config.modules_to_save or [])),
+            "base_weights": base_reference(folder)}
+
+
+__all__ = ["BASE_FOLDER", "COMPARISON_ARMS", "uses_lora", "check_lora_ready", "target_modules", "with_adapters",
+           "base_reference", "adapter_provenance"]
