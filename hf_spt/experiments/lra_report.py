@@ -50,8 +50,9 @@ def wall_seconds(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 def lra_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The table as data: per task the arms' mean/std/n (%), wall seconds, the published numbers; and the average."""
     summary, seconds = summarize(rows), wall_seconds(rows)
+    order = [*LRA_TASKS, *sorted(set(summary) - set(LRA_TASKS))]  # LRA's order, then the others (Markov)
     tasks: dict[str, Any] = {}
-    for task, arms in summary.items():
+    for task, arms in sorted(summary.items(), key=lambda item: order.index(item[0])):
         tasks[task] = {
             "arms": {arm: {"mean": 100 * s["mean"], "std": 100 * s["std"], "n": s["n"],
                            "seconds": seconds.get(task, {}).get(arm)} for arm, s in arms.items()},
