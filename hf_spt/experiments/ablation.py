@@ -12,7 +12,11 @@ its model settings. An arm is a configuration of one fine-tuning run:
     pretrain_epochs  pretraining epochs (default: the experiment's, as run_spt.py resolves them)
     freeze_parts     parts kept at their initial values ("attention")
     num_layers       depth (default: model.num_hidden_layers or the task preset)
-    compute_matched  fine-tune for pretraining + fine-tuning epochs (scratch with SPT's budget)
+    compute_matched  fine-tune for as many optimizer steps as the SPT arm's pretraining and fine-tuning
+                     budgets together (scratch with SPT's budget)
+
+A task may carry its own `experiment:` and `model:` settings (over the grid's) and `max_length`,
+so that one grid holds tasks with different published recipes (`run_scripts/run_lra.py`).
 
 Layout under `output_dir`: `pretrain/<task>_e<epochs>_L<depth>_s<seed>/` (one SPT checkpoint,
 shared by every arm that needs it), `cells/<task>/<arm>/seed<seed>/` (one fine-tuning run, done
@@ -30,6 +34,7 @@ one-process run. A single process runs units in-process.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -59,11 +64,14 @@ DISTRIBUTED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROU
 
 @dataclass
 class TaskSpec:
-    """A task of the grid: a registered task name and its builder options."""
+    """A task of the grid: a registered task name, its builder options, and settings over the grid's for it."""
 
     task: str
     task_options: dict[str, Any] = field(default_factory=dict)
     data_dir: str | None = None
+    max_length: int | None = None
+    experiment: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -119,6 +127,9 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     raw["tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: tasks.{k}")) for k, v in raw["tasks"].items()}
     raw["pretrain_tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: pretrain_tasks.{k}"))
                              for k, v in (raw.get("pretrain_tasks") or {}).items()}
+    for key, spec in {**raw["pretrain_tasks"], **raw["tasks"]}.items():
+        _checked(ExperimentArguments, spec.experiment, f"{source}: tasks.{key}.experiment", SharedTrainingArguments)
+        _checked(ModelArguments, spec.model, f"{source}: tasks.{key}.model")
     raw["arms"] = [Arm(**_checked(Arm, arm, f"{source}: arm {arm.get('name')!r}")) for arm in raw["arms"]]
     _checked(ExperimentArguments, raw.get("experiment") or {}, f"{source}: experiment", SharedTrainingArguments)
     _checked(ModelArguments, raw.get("model") or {}, f"{source}: model")
@@ -172,16 +183,17 @@ class Cell:
         return Path(grid.output_dir) / CELLS_DIR / self.task / self.arm / f"seed{self.seed}"
 
 
-def _experiment(grid: Grid, seed: int) -> tuple[ExperimentArguments, SharedTrainingArguments]:
-    """The grid's experiment settings for `seed`, split into experiment and TrainingArguments settings."""
+def _experiment(grid: Grid, seed: int, task_key: str) -> tuple[ExperimentArguments, SharedTrainingArguments]:
+    """The grid's experiment settings (the task's over the grid's) for `seed`, split into experiment and
+    TrainingArguments settings."""
     own = {f.name for f in fields(ExperimentArguments)}
-    settings = {**grid.experiment, "output_dir": grid.output_dir, "seed": seed}
+    settings = {**grid.experiment, **grid.task_spec(task_key).experiment, "output_dir": grid.output_dir, "seed": seed}
     return (ExperimentArguments(**{k: v for k, v in settings.items() if k in own}),
             SharedTrainingArguments(**{k: v for k, v in settings.items() if k not in own}))
 
 
-def _model_arguments(grid: Grid, num_layers: int | None) -> ModelArguments:
-    values = dict(grid.model)
+def _model_arguments(grid: Grid, task_key: str, num_layers: int | None) -> ModelArguments:
+    values = {**grid.model, **grid.task_spec(task_key).model}
     if num_layers is not None:
         values["num_hidden_layers"] = num_layers
     return ModelArguments(**values)
@@ -189,8 +201,9 @@ def _model_arguments(grid: Grid, num_layers: int | None) -> ModelArguments:
 
 def _prepare(grid: Grid, task_key: str, seed: int, num_layers: int | None):
     spec = grid.task_spec(task_key)
-    task = prepare_task(DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options), seed)
-    return task, build_config(task, _model_arguments(grid, num_layers))
+    data = DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options, max_length=spec.max_length)
+    task = prepare_task(data, seed)
+    return task, build_config(task, _model_arguments(grid, task_key, num_layers))
 
 
 def _arm(grid: Grid, name: str) -> Arm:
@@ -199,8 +212,9 @@ def _arm(grid: Grid, name: str) -> Arm:
 
 def _depth(grid: Grid, arm: Arm, task_key: str) -> int:
     """The arm's number of layers, the task preset's when neither the arm nor the grid's model sets it."""
-    return arm.num_layers or grid.model.get("num_hidden_layers") or task_preset(grid.task_spec(task_key).task).model[
-        "num_hidden_layers"]
+    spec = grid.task_spec(task_key)
+    return (arm.num_layers or spec.model.get("num_hidden_layers") or grid.model.get("num_hidden_layers")
+            or task_preset(spec.task).model["num_hidden_layers"])
 
 
 def cells(grid: Grid) -> list[Cell]:
@@ -214,14 +228,14 @@ def pretrain_job(grid: Grid, cell: Cell) -> PretrainJob | None:
         return None
     epochs = arm.pretrain_epochs
     if epochs is None:
-        exp, training = _experiment(grid, cell.seed)
+        exp, training = _experiment(grid, cell.seed, arm.pretrain_task or cell.task)
         epochs = exp.phase_setting(training, "pretrain", "epochs")
     return PretrainJob(arm.pretrain_task or cell.task, float(epochs), _depth(grid, arm, cell.task), cell.seed)
 
 
 def run_pretrain_job(grid: Grid, job: PretrainJob) -> dict[str, Any]:
     task, config = _prepare(grid, job.task, job.seed, job.num_layers)
-    exp, training = _experiment(grid, job.seed)
+    exp, training = _experiment(grid, job.seed, job.task)
     return pretrain(task, config, replace(exp, pretrain_epochs=job.epochs), training, job.folder(grid))
 
 
@@ -229,14 +243,36 @@ def run_cell(grid: Grid, cell: Cell) -> dict[str, Any]:
     """Fine-tune one cell (skipped, returning its result, when its phase.json exists)."""
     arm = _arm(grid, cell.arm)
     task, config = _prepare(grid, cell.task, cell.seed, arm.num_layers)
-    exp, training = _experiment(grid, cell.seed)
+    exp, training = _experiment(grid, cell.seed, cell.task)
     job = pretrain_job(grid, cell)
     epochs = None
     if arm.compute_matched:
-        epochs = exp.phase_setting(training, "pretrain", "epochs") + exp.phase_setting(training, "finetune", "epochs")
+        budget = spt_step_budget(len(task.dataset["train"]), task.is_pair, task.preset.batch_size, exp, training)
+        epochs = (budget["pretrain"] + budget["finetune"]) / budget["finetune_steps_per_epoch"]
     return finetune(task, config, exp, training, cell.folder(grid), arm.name,
                     init_from=job.folder(grid) if job else None, init_parts=arm.init_parts,
                     freeze_parts=arm.freeze_parts, epochs=epochs)
+
+
+def phase_steps(rows: int, batch: int, epochs: float, max_steps: int | None, accumulation: int) -> tuple[int, int]:
+    """(optimizer steps per epoch, total steps) of one phase as the Trainer counts them: one process, every batch
+    kept; `max_steps` above 0 replaces the epochs."""
+    per_epoch = max(math.ceil(math.ceil(rows / batch) / accumulation), 1)
+    return per_epoch, max_steps if max_steps and max_steps > 0 else math.ceil(epochs * per_epoch)
+
+
+def spt_step_budget(train_rows: int, is_pair: bool, preset_batch: int, exp: ExperimentArguments,
+                    training: SharedTrainingArguments) -> dict[str, int]:
+    """The SPT arm's optimizer steps: its pretraining (a pair task pretrains on both sequences of every row) and
+    its fine-tuning budget; with `finetune_steps_per_epoch`, to turn the sum into the compute-matched arm's epochs."""
+    def steps(phase: str, rows: int) -> tuple[int, int]:
+        batch = exp.phase_setting(training, phase, "batch_size") or preset_batch
+        return phase_steps(rows, batch, exp.phase_setting(training, phase, "epochs"),
+                           exp.phase_setting(training, phase, "max_steps"), training.gradient_accumulation_steps)
+
+    _, pretrain_steps = steps("pretrain", train_rows * (2 if is_pair else 1))
+    per_epoch, finetune_steps = steps("finetune", train_rows)
+    return {"pretrain": pretrain_steps, "finetune": finetune_steps, "finetune_steps_per_epoch": per_epoch}
 
 
 def _run_unit(grid: Grid, kind: str, unit: PretrainJob | Cell, isolate: bool, device_index: int | None) -> None:
@@ -305,7 +341,7 @@ def _main_child(payload: str) -> None:
 
 
 __all__ = ["TaskSpec", "Arm", "Grid", "PretrainJob", "Cell", "parse_grid", "load_grid", "cells", "pretrain_job",
-           "run_pretrain_job", "run_cell", "run_grid", "collect_rows"]
+           "phase_steps", "spt_step_budget", "run_pretrain_job", "run_cell", "run_grid", "collect_rows"]
 
 
 if __name__ == "__main__":

@@ -181,6 +181,11 @@ class FinetuneOptions:
     finetune_max_steps: int | None = field(
         default=None, metadata={"help": "Fine-tuning steps; above 0 they replace the epochs (default: --max_steps if given)."}
     )
+    early_stopping_patience: int | None = field(
+        default=None, metadata={"help": "Stop fine-tuning after this many evaluations without a better validation "
+                                "accuracy (transformers' EarlyStoppingCallback); the epochs are then a maximum. "
+                                "Default: train every epoch."}
+    )
     class_weighting: str = field(
         default="none", metadata={"help": "Fine-tuning class weights: none, balanced, or comma-separated numbers w0,w1,..."}
     )

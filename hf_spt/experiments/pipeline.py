@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from accelerate import PartialState
-from transformers import set_seed
+from transformers import EarlyStoppingCallback, set_seed
 
 from ..analysis.callback import ProximityCallback
 from ..errors import UserInputError
@@ -158,7 +158,8 @@ def pretrain(
     card = phase_card_data(task, config, exp, "pretrain", args, init_from, pretrain_epochs=trainer.state.epoch,
                            extra_training={"token_weighting": exp.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
-                                     "epochs": trainer.state.epoch, "seconds": clock.seconds(),
+                                     "epochs": trainer.state.epoch, "steps": trainer.state.global_step,
+                                     "seconds": clock.seconds(),
                                      "pretraining_data": card.pretraining_data}, card)
 
 
@@ -202,13 +203,15 @@ def finetune(
     trainer = FinetuneTrainer(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
     )
+    if exp.early_stopping_patience is not None:  # its counter is saved in checkpoints, so a resumed run keeps it
+        trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=exp.early_stopping_patience))
     _attach_probes(trainer, task, exp)
     clock = _train(trainer, folder)
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
     result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
               "freeze_parts": freeze_parts, "finetune_method": method, **parameter_counts(model),
-              "seconds": clock.seconds()}
+              "seconds": clock.seconds(), "steps": trainer.state.global_step, "epochs": trainer.state.epoch}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
     card = phase_card_data(task, config, exp, arm, args, init_from, pretrain_epochs=(source_phase or {}).get("epochs"),

@@ -1,0 +1,88 @@
+"""Where each Long Range Arena task's files sit under one data root, and which are missing.
+
+`run_scripts/run_lra.py --data_root ROOT` looks for one folder per task, under the names the
+releases use (the first name is the one to create; the others are accepted):
+
+    ROOT/listops/      basic_{train,val,test}.tsv            (lra_release/listops-1000)
+    ROOT/text/         aclImdb layout or a saved DatasetDict (aclImdb)
+    ROOT/retrieval/    new_aan_pairs.{train,eval,test}.tsv   (lra_release/tsv_data)
+    ROOT/image/        {train,test}/<class>/*.png or a saved DatasetDict (cifar10)
+    ROOT/pathfinder/   curv_contour_length_14/{imgs,metadata} (lra_release/pathfinder32)
+
+A folder counts as present only when the files its loader opens first are there, so a missing
+task is reported before any training, with its loader's expected layout (each loader's `LAYOUT`).
+ListOps and Pathfinder can be generated instead (`generated`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import image, listops, pathfinder, retrieval, text
+from .common import is_saved_dataset
+from .listops_generator import SPLIT_FILES as LISTOPS_FILES
+from .retrieval import SPLIT_FILES as AAN_FILES
+
+LRA_TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
+
+
+@dataclass(frozen=True)
+class LraData:
+    """One task's folder names under the data root, the test that its files are there, and what to put there."""
+
+    folders: tuple[str, ...]
+    present: Callable[[Path], bool]
+    layout: str
+    source: str
+    generated: bool
+
+
+def _all_files(names) -> Callable[[Path], bool]:
+    return lambda folder: all((folder / name).is_file() for name in names)
+
+
+def _split_folders_or_saved(folder: Path) -> bool:
+    return is_saved_dataset(folder) or all((folder / split).is_dir() for split in ("train", "test"))
+
+
+LRA_DATA: dict[str, LraData] = {
+    "listops": LraData(("listops", "listops-1000"), _all_files(LISTOPS_FILES.values()), listops.LAYOUT, listops.SOURCE,
+                       generated=True),
+    "text": LraData(("text", "aclImdb"), _split_folders_or_saved, text.LAYOUT, text.SOURCE, generated=False),
+    "retrieval": LraData(("retrieval", "tsv_data"), _all_files(AAN_FILES.values()), retrieval.LAYOUT,
+                         retrieval.SOURCE, generated=False),
+    "image": LraData(("image", "cifar10"), _split_folders_or_saved, image.LAYOUT, image.SOURCE, generated=False),
+    "pathfinder": LraData(("pathfinder", "pathfinder32"),
+                          lambda folder: (folder / "curv_contour_length_14" / "metadata").is_dir(),
+                          pathfinder.LAYOUT.format(difficulty="curv_contour_length_14"), pathfinder.SOURCE,
+                          generated=True),
+}
+
+
+def find_lra_data(data_root: str | Path | None, tasks: tuple[str, ...] = LRA_TASKS) -> dict[str, Path | None]:
+    """{task: its data folder under `data_root`, or None when no folder there holds its files}."""
+    found: dict[str, Path | None] = {}
+    for task in tasks:
+        candidates = [Path(data_root) / name for name in LRA_DATA[task].folders] if data_root else []
+        found[task] = next((folder for folder in candidates if folder.is_dir() and LRA_DATA[task].present(folder)), None)
+    return found
+
+
+def missing_data_report(data_root: str | Path | None, found: dict[str, Path | None]) -> str:
+    """What to put where for every task without data (empty when none is missing): the loader's layout,
+    DATA_DIR spelled as the folder to create, and where the files come from."""
+    lines = []
+    for task, folder in found.items():
+        if folder is not None:
+            continue
+        spec = LRA_DATA[task]
+        target = Path(data_root or "DATA_ROOT") / spec.folders[0]
+        fallback = "generated instead" if spec.generated else "skipped"
+        lines += [f"{task}: no data under {target} ({fallback}). Put there:",
+                  spec.layout.replace("DATA_DIR", str(target)), f"  from {spec.source}"]
+    return "\n".join(lines)
+
+
+__all__ = ["LRA_TASKS", "LRA_DATA", "LraData", "find_lra_data", "missing_data_report"]
