@@ -16,7 +16,8 @@ its model settings. An arm is a configuration of one fine-tuning run:
 
 Layout under `output_dir`: `pretrain/<task>_e<epochs>_L<depth>_s<seed>/` (one SPT checkpoint,
 shared by every arm that needs it), `cells/<task>/<arm>/seed<seed>/` (one fine-tuning run, done
-when its `phase.json` exists), then `results.csv`, `results.md` and `results.png`; `grid.json` records
+when its `phase.json` exists; each unit's folder records its definition, and a grid changed
+since a unit ran stops with the differences), then `results.csv`, `results.md` and `results.png`; `grid.json` records
 the parsed grid (what `run_analysis.py --run` reads).
 
 Several processes (`accelerate launch --num_processes N run_ablation.py`): first the SPT
@@ -42,6 +43,7 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
+from ..errors import UserInputError
 from ..tasks import task_preset
 from ..training.parts import parse_parts
 from .ablation_report import write_report
@@ -86,7 +88,7 @@ class Arm:
             if parts is not None:
                 parse_parts(parts)
         if self.compute_matched and self.pretrain:
-            raise ValueError(f"Arm {self.name!r}: compute_matched is a scratch control; it cannot also pretrain.")
+            raise UserInputError(f"Arm {self.name!r}: compute_matched is a scratch control; it cannot also pretrain.")
 
 
 @dataclass
@@ -109,7 +111,7 @@ def _checked(cls, values: dict[str, Any], where: str, *more_classes: type) -> di
     known = {f.name for c in (cls, *more_classes) for f in fields(c)}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ValueError(f"{where}: unknown setting(s) {unknown}; valid: {sorted(known)}.")
+        raise UserInputError(f"{where}: unknown setting(s) {unknown}; valid: {sorted(known)}.")
     return values
 
 
@@ -125,11 +127,11 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     grid = Grid(**raw)
     names = [arm.name for arm in grid.arms]
     if len(set(names)) != len(names):
-        raise ValueError(f"{source}: arm names must be unique, got {names}.")
+        raise UserInputError(f"{source}: arm names must be unique, got {names}.")
     known_tasks = set(grid.tasks) | set(grid.pretrain_tasks)
     for arm in grid.arms:
         if arm.pretrain_task is not None and arm.pretrain_task not in known_tasks:
-            raise ValueError(f"{source}: arm {arm.name!r} pretrains on {arm.pretrain_task!r}, which is not in "
+            raise UserInputError(f"{source}: arm {arm.name!r} pretrains on {arm.pretrain_task!r}, which is not in "
                              f"tasks or pretrain_tasks ({sorted(known_tasks)}).")
     return grid
 
@@ -199,8 +201,10 @@ def _arm(grid: Grid, name: str) -> Arm:
 
 def _depth(grid: Grid, arm: Arm, task_key: str) -> int:
     """The arm's number of layers, the task preset's when neither the arm nor the grid's model sets it."""
-    return arm.num_layers or grid.model.get("num_hidden_layers") or task_preset(grid.task_spec(task_key).task).model[
-        "num_hidden_layers"]
+    for depth in (arm.num_layers, grid.model.get("num_hidden_layers")):
+        if depth is not None:
+            return depth
+    return task_preset(grid.task_spec(task_key).task).model["num_hidden_layers"]
 
 
 def cells(grid: Grid) -> list[Cell]:
@@ -262,9 +266,9 @@ def run_grid(grid: Grid) -> list[dict[str, Any]]:
     device_index = state.local_process_index if state.device.type == "cuda" else None
     if state.is_main_process:
         write_json(Path(grid.output_dir) / GRID_RECORD_NAME, asdict(grid))
-    todo_cells = [c for c in cells(grid) if read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
+    # finished units too: pretrain/finetune check that their folder holds the unit this grid defines
+    todo_cells = cells(grid)
     jobs = sorted({job for c in todo_cells if (job := pretrain_job(grid, c)) is not None}, key=str)
-    jobs = [job for job in jobs if read_json(job.folder(grid) / PHASE_RESULT_NAME) is None]
     with state.split_between_processes(jobs) as mine:
         for job in mine:
             _run_unit(grid, "pretrain", job, isolate, device_index)

@@ -25,6 +25,7 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
+from ..errors import UserInputError
 from .arguments import (PHASES, PHASE_SETTINGS, DataArguments, ExperimentArguments, FinetuneOptions, ModelArguments,
                         PretrainOptions, RunOptions, SharedTrainingArguments)
 from .pipeline import CUSTOM_DATA_FIELDS
@@ -65,14 +66,14 @@ def read_config_file(path: str) -> dict[str, Any]:
     else:
         settings = json.loads(text)
     if not isinstance(settings, dict):
-        raise ValueError(f"{path}: a config file holds a mapping of setting names to values, not {type(settings).__name__}.")
+        raise UserInputError(f"{path}: a config file holds a mapping of setting names to values, not {type(settings).__name__}.")
     try:
         HfArgumentParser(ARGUMENT_GROUPS).parse_dict(settings)
     except ValueError as error:
         if "not used by the HfArgumentParser" not in str(error):
             raise
         unknown = sorted(set(settings) - {f.name for group in ARGUMENT_GROUPS for f in fields(group)})
-        raise ValueError(f"{path}: unknown settings {unknown}; run with --help for the valid names.") from None
+        raise UserInputError(f"{path}: unknown settings {unknown}; run with --help for the valid names.") from None
     return settings
 
 
@@ -113,7 +114,7 @@ def check_all_read(
         if name in given and not getattr(exp if hasattr(exp, needed) else training, needed):
             unread[name] = f"it is read only with --{needed}"
     if unread:
-        raise ValueError("Settings this run would not read:\n" + "\n".join(
+        raise UserInputError("Settings this run would not read:\n" + "\n".join(
             f"  --{name}: {why}." for name, why in sorted(unread.items())) + "\nDrop them or change --mode/--task.")
 
 

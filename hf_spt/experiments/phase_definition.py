@@ -21,10 +21,15 @@ from typing import Any
 
 import pyarrow as pa
 from datasets import Dataset
+from transformers import PreTrainedConfig, TrainingArguments
 
 from ..errors import UserInputError
+from ..tasks import Task
 
 DEFINITION_NAME = "phase_definition.json"
+# config entries that saving or loading a model sets, which say nothing of what the model is
+CONFIG_METADATA = frozenset({"transformers_version", "architectures", "auto_map", "dtype", "torch_dtype",
+                             "_name_or_path", "use_cache"})
 # TrainingArguments fields that change where or how a run reports, never what it learns.
 REPORTING_FIELDS = frozenset({
     "output_dir", "logging_dir", "run_name", "report_to", "push_to_hub", "hub_model_id", "hub_strategy", "hub_token",
@@ -81,11 +86,17 @@ def definition_digest(definition: Mapping[str, Any]) -> str:
     return hashlib.blake2b(json.dumps(definition, sort_keys=True, default=str).encode(), digest_size=8).hexdigest()
 
 
-def source_identity(init_from: str | Path | None) -> dict[str, Any] | None:
-    """Where a phase's weights start: a phase folder's definition digest, or the path (a Hub id) as given."""
+def source_identity(
+    init_from: str | Path | None, source_definition: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """Where a phase's weights start: a phase folder's definition digest (`source_definition`, the
+    definition of a phase this run has yet to train, else the one recorded in `init_from`), or the
+    path (a Hub id) as given."""
     if init_from is None:
         return None
-    recorded = read_definition(Path(init_from)) if Path(init_from).is_dir() else None
+    recorded = source_definition
+    if recorded is None and Path(init_from).is_dir():
+        recorded = read_definition(Path(init_from))
     if recorded is not None:
         return {"phase_definition": definition_digest(recorded)}
     return {"path": str(init_from)}
@@ -94,17 +105,17 @@ def source_identity(init_from: str | Path | None) -> dict[str, Any] | None:
 def phase_definition(
     *, phase: str, seed: int, data: Mapping[str, Dataset], model_config: Mapping[str, Any], args: Any,
     init_from: str | Path | None = None, init_parts: str | None = None, freeze_parts: str | None = None,
-    extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None, source_definition: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Everything that defines one phase's result, as plain JSON values."""
+    """Everything that defines one phase's result, as plain JSON values (`source_definition`: see `source_identity`)."""
     definition = {
         "hf_spt": metadata.version("hf-spt"),
         "phase": phase,
         "seed": seed,
         "data": {split: dataset_fingerprint(dataset) for split, dataset in sorted(data.items())},
-        "model": {key: value for key, value in sorted(model_config.items()) if key != "transformers_version"},
+        "model": {key: value for key, value in sorted(model_config.items()) if key not in CONFIG_METADATA},
         "training": training_settings(args),
-        "init_from": source_identity(init_from),
+        "init_from": source_identity(init_from, source_definition),
         "init_parts": init_parts,
         "freeze_parts": freeze_parts,
         **dict(extra or {}),
@@ -163,6 +174,30 @@ def record_definition(folder: Path, definition: Mapping[str, Any]) -> None:
     temporary.replace(folder / DEFINITION_NAME)
 
 
+def pretrain_definition(
+    task: Task, config: PreTrainedConfig, objective: str, args: TrainingArguments, init_from: str | Path | None
+) -> dict[str, Any]:
+    """The pretraining phase's definition: the inputs it reads (train, validation), its model and masking."""
+    return phase_definition(
+        phase="pretrain", seed=args.seed, data={split: task.dataset[split] for split in ("train", "validation")},
+        model_config=config.to_dict(), args=args, init_from=init_from,
+        extra={"task": task.name, "pretrain_objective": objective},
+    )
+
+
+def finetune_definition(
+    task: Task, config: PreTrainedConfig, arm: str, args: TrainingArguments, init_from: str | Path | None = None,
+    init_parts: str | None = None, freeze_parts: str | None = None, source_definition: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A fine-tuning arm's definition: the splits it reads, its model, its starting weights (by the source
+    phase's definition digest, so that re-pretraining changes it too), parts taken and frozen."""
+    return phase_definition(
+        phase=arm, seed=args.seed, data={split: task.dataset[split] for split in ("train", "validation", "test")},
+        model_config=config.to_dict(), args=args, init_from=init_from, init_parts=init_parts,
+        freeze_parts=freeze_parts, extra={"task": task.name}, source_definition=source_definition,
+    )
+
+
 __all__ = ["DEFINITION_NAME", "PhaseDefinitionMismatch", "dataset_fingerprint", "training_settings",
-           "definition_digest", "phase_definition", "read_definition", "differences", "check_phase_folder",
-           "record_definition"]
+           "definition_digest", "phase_definition", "pretrain_definition", "finetune_definition", "read_definition",
+           "differences", "check_phase_folder", "record_definition"]
