@@ -16,6 +16,7 @@ import pytest
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
+from hf_spt.experiments.ablation import load_grid, parse_grid
 from hf_spt.experiments.arguments import ExperimentArguments
 from hf_spt.experiments.phase_arguments import pretrain_arguments
 from hf_spt.experiments.phase_definition import PhaseDefinitionMismatch
@@ -166,10 +167,23 @@ def test_float_labels_are_not_taken_for_regression(tmp_path):
         load_task("custom", train_file=str(path), cache_dir=str(tmp_path / "cache"))
 
 
+@pytest.mark.parametrize("text, message", [
+    ("tasks: [unclosed", "is not valid YAML"),
+    ("seeds: [0]\n", r"a grid needs \['tasks', 'arms'\]"),
+    ("- a list\n", "holds a mapping"),
+])
+def test_bad_grid_files_are_user_errors(tmp_path, text, message):
+    path = tmp_path / "grid.yaml"
+    path.write_text(text)
+    with pytest.raises(UserInputError, match=message):  # before: yaml's ScannerError, KeyError, TypeError
+        load_grid(path)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--max_length", "-5"], "error: Values outside their valid range"),
     (["--init_from", "x"], "error: --init_from with --mode compare"),
     (["--train_file", "x.csv"], "error: Settings this run would not read"),
+    (["--config_file", "nope.yaml"], "error: --config_file nope.yaml: no such file"),
 ])
 def test_run_spt_user_errors_exit_2_in_one_line(tmp_path, argv, message):
     command = [sys.executable, str(ROOT / "run_scripts" / "run_spt.py"), "--output_dir", str(tmp_path / "run"), *argv]
@@ -177,3 +191,13 @@ def test_run_spt_user_errors_exit_2_in_one_line(tmp_path, argv, message):
     completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert completed.returncode == 2 and "Traceback" not in completed.stderr
     assert message in completed.stderr
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"experiment": {"finetune_epochs": 0}}, r"--finetune_epochs 0: must be a number > 0"),
+    ({"arms": [{"name": "a", "num_layers": 0}]}, r"Arm 'a': num_layers must be above 0"),
+])
+def test_grid_values_outside_their_range_are_rejected_when_parsed(change, message):
+    grid = {"seeds": [0], "tasks": {"m": {"task": "markov"}}, "arms": [{"name": "scratch"}], **change}
+    with pytest.raises(UserInputError, match=message):
+        parse_grid(grid)

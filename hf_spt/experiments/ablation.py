@@ -48,9 +48,11 @@ from ..tasks import task_preset
 from ..training.parts import parse_parts
 from .ablation_report import write_report
 from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from .command_line import read_settings_file
 from .model_config import build_config
 from .pipeline import PHASE_RESULT_NAME, finetune, prepare_task, pretrain
 from .run_folder import locks_output_dir, read_json, write_json
+from .value_ranges import check_value_ranges
 
 CELLS_DIR = "cells"
 PRETRAIN_DIR = "pretrain"
@@ -87,6 +89,9 @@ class Arm:
         for parts in (self.init_parts, self.freeze_parts):
             if parts is not None:
                 parse_parts(parts)
+        for name in ("pretrain_epochs", "num_layers"):
+            if (value := getattr(self, name)) is not None and value <= 0:
+                raise UserInputError(f"Arm {self.name!r}: {name} must be above 0, got {value}.")
         if self.compute_matched and self.pretrain:
             raise UserInputError(f"Arm {self.name!r}: compute_matched is a scratch control; it cannot also pretrain.")
 
@@ -118,6 +123,9 @@ def _checked(cls, values: dict[str, Any], where: str, *more_classes: type) -> di
 def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     """Grid from a dict (a loaded YAML/JSON file); every unknown name or dangling reference is an error."""
     raw = dict(_checked(Grid, raw, source))
+    missing = [name for name in ("tasks", "arms", "seeds") if name not in raw]
+    if missing:
+        raise UserInputError(f"{source}: a grid needs {missing}; see run_scripts/ablation_default.yaml.")
     raw["tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: tasks.{k}")) for k, v in raw["tasks"].items()}
     raw["pretrain_tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: pretrain_tasks.{k}"))
                              for k, v in (raw.get("pretrain_tasks") or {}).items()}
@@ -125,6 +133,8 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     _checked(ExperimentArguments, raw.get("experiment") or {}, f"{source}: experiment", SharedTrainingArguments)
     _checked(ModelArguments, raw.get("model") or {}, f"{source}: model")
     grid = Grid(**raw)
+    for seed in grid.seeds:  # the shared settings' ranges, before any unit runs
+        check_value_ranges(DataArguments(), _model_arguments(grid, None), *_experiment(grid, seed))
     names = [arm.name for arm in grid.arms]
     if len(set(names)) != len(names):
         raise UserInputError(f"{source}: arm names must be unique, got {names}.")
@@ -138,14 +148,9 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
 
 def load_grid(path: str | Path) -> Grid:
     """Read a grid file (.yaml/.yml or .json)."""
-    path = Path(path)
-    text = path.read_text()
-    if path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        raw = yaml.safe_load(text)
-    else:
-        raw = json.loads(text)
+    raw = read_settings_file(path, "Grid file")
+    if not isinstance(raw, dict):
+        raise UserInputError(f"Grid file {path} holds a mapping (tasks, seeds, arms...), not {type(raw).__name__}.")
     return parse_grid(raw, str(path))
 
 

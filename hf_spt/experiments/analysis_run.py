@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserInputError
+from ..errors import MissingInputError, UserInputError
 from ..analysis.report import ReportOptions, analyse_models
 from .ablation import GRID_RECORD_NAME, Cell, parse_grid
 from .arguments import DataArguments
@@ -52,7 +52,7 @@ def run_record(run: str | Path) -> dict[str, Any]:
     """The `results.json` of a `run_spt.py` output folder; an error saying what `--run` expects otherwise."""
     record = Path(run) / RUN_RESULTS_NAME
     if not record.is_file():
-        raise FileNotFoundError(f"--run {run}: no {RUN_RESULTS_NAME} or {GRID_RECORD_NAME} there; --run takes the "
+        raise MissingInputError(f"--run {run}: no {RUN_RESULTS_NAME} or {GRID_RECORD_NAME} there; --run takes the "
                                 "--output_dir of a finished run_spt.py or run_ablation.py run.")
     return json.loads(record.read_text())
 
@@ -87,7 +87,7 @@ def run_models(run: str | Path) -> list[str]:
     """The model folders a run wrote: its `scratch/`, `spt/` and `pretrain/` phases, those present."""
     models = [str(Path(run) / name) for name in RUN_MODEL_FOLDERS if (Path(run) / name).is_dir()]
     if not models:
-        raise FileNotFoundError(f"--run {run}: none of its phase folders ({', '.join(RUN_MODEL_FOLDERS)}) exists.")
+        raise MissingInputError(f"--run {run}: none of its phase folders ({', '.join(RUN_MODEL_FOLDERS)}) exists.")
     return models
 
 
