@@ -27,6 +27,7 @@ from ..errors import UserInputError
 from ..tasks import Task
 
 DEFINITION_NAME = "phase_definition.json"
+TEMPORARY_NAME = f".{DEFINITION_NAME}.tmp"  # the definition being written; never read
 # config entries that saving or loading a model sets, which say nothing of what the model is
 CONFIG_METADATA = frozenset({"transformers_version", "architectures", "auto_map", "dtype", "torch_dtype",
                              "_name_or_path", "use_cache"})
@@ -146,9 +147,10 @@ def differences(old: Any, new: Any, prefix: str = "") -> list[str]:
 def check_phase_folder(folder: Path, definition: Mapping[str, Any]) -> None:
     """Stop before any work when `folder` already holds a phase defined otherwise, or an unrecorded one.
 
-    An empty or missing folder, and one whose recorded definition equals `definition`, pass.
+    An empty or missing folder (or one holding only a definition killed mid-write), and one whose
+    recorded definition equals `definition`, pass.
     """
-    if not folder.is_dir() or not any(folder.iterdir()):
+    if not folder.is_dir() or not any(path.name != TEMPORARY_NAME for path in folder.iterdir()):
         return
     recorded = read_definition(folder)
     if recorded is None:
@@ -169,7 +171,7 @@ def check_phase_folder(folder: Path, definition: Mapping[str, Any]) -> None:
 def record_definition(folder: Path, definition: Mapping[str, Any]) -> None:
     """Write the definition into the phase folder (atomically: a kill never leaves half a file)."""
     folder.mkdir(parents=True, exist_ok=True)
-    temporary = folder / f".{DEFINITION_NAME}.tmp"
+    temporary = folder / TEMPORARY_NAME
     temporary.write_text(json.dumps(definition, indent=1, sort_keys=True))
     temporary.replace(folder / DEFINITION_NAME)
 
