@@ -44,14 +44,15 @@ def test_interrupted_grid_resumes_without_redoing_finished_cells(tmp_path, monke
         run_grid(grid)
     pretrain_folders = sorted((tmp_path / "pretrain").iterdir())
     assert [p.name for p in pretrain_folders] == ["m_e1_L1_s0", "m_e1_L1_s1"]  # one per seed, shared by 2 arms
-    finished = pretrain_folders + [cell.folder(grid) for cell in done]
-    stamps = {p: (p / "model.safetensors").stat().st_mtime_ns for p in finished}
+    stamps = {p: (p / "phase.json").stat().st_mtime_ns for p in pretrain_folders}
 
-    rerun = []
+    rerun, pretrained = [], []
     monkeypatch.setattr(ablation, "run_cell", lambda grid, cell: rerun.append(cell) or real_run_cell(grid, cell))
+    real_pretrain = ablation.pretrain
+    monkeypatch.setattr(ablation, "pretrain", lambda *a, **k: pretrained.append(a) or real_pretrain(*a, **k))
     rows = run_grid(grid)
-    assert set(rerun) == set(cells(grid))  # finished cells are checked against the grid, not retrained:
-    assert all((p / "model.safetensors").stat().st_mtime_ns == t for p, t in stamps.items())
+    assert set(rerun) == set(cells(grid)) - set(done) and len(rerun) == 5
+    assert not pretrained and all((p / "phase.json").stat().st_mtime_ns == t for p, t in stamps.items())
     assert len(rows) == 8
     with open(tmp_path / "results.csv") as handle:
         assert len(list(csv.DictReader(handle))) == 8

@@ -16,7 +16,7 @@ import pytest
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.ablation import load_grid, parse_grid
+from hf_spt.experiments.ablation import load_grid, parse_grid, run_grid
 from hf_spt.experiments.arguments import ExperimentArguments
 from hf_spt.experiments.phase_arguments import pretrain_arguments
 from hf_spt.experiments.phase_definition import PhaseDefinitionMismatch
@@ -201,3 +201,18 @@ def test_grid_values_outside_their_range_are_rejected_when_parsed(change, messag
     grid = {"seeds": [0], "tasks": {"m": {"task": "markov"}}, "arms": [{"name": "scratch"}], **change}
     with pytest.raises(UserInputError, match=message):
         parse_grid(grid)
+
+
+def test_a_changed_grid_stops_before_any_unit_trains(tmp_path):
+    grid = {"output_dir": str(tmp_path), "seeds": [0], "model": {"num_hidden_layers": 1, "hidden_size": 16,
+            "num_attention_heads": 2, "intermediate_size": 16},
+            "tasks": {"m": {"task": "markov", "task_options": {"num_train": 32, "num_validation": 16, "num_test": 16,
+                                                                "length": 12}}},
+            "experiment": {"pretrain_epochs": 1, "finetune_epochs": 1, "report_to": "none", "use_cpu": True},
+            "arms": [{"name": "spt", "pretrain": True}]}
+    run_grid(parse_grid(grid))
+    grid["experiment"]["learning_rate"] = 2e-3
+    grid["arms"].append({"name": "scratch"})
+    with pytest.raises(PhaseDefinitionMismatch, match="learning_rate: 0.001 -> 0.002"):
+        run_grid(parse_grid(grid))  # before: reused the finished units' numbers as the new grid's
+    assert not (tmp_path / "cells" / "m" / "scratch").exists(), "a unit trained before the grid was checked"

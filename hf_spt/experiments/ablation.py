@@ -17,7 +17,7 @@ its model settings. An arm is a configuration of one fine-tuning run:
 Layout under `output_dir`: `pretrain/<task>_e<epochs>_L<depth>_s<seed>/` (one SPT checkpoint,
 shared by every arm that needs it), `cells/<task>/<arm>/seed<seed>/` (one fine-tuning run, done
 when its `phase.json` exists; each unit's folder records its definition, and a grid changed
-since a unit ran stops with the differences), then `results.csv`, `results.md` and `results.png`; `grid.json` records
+since some units ran stops before any unit trains, listing the differences), then `results.csv`, `results.md` and `results.png`; `grid.json` records
 the parsed grid (what `run_analysis.py --run` reads).
 
 Several processes (`accelerate launch --num_processes N run_ablation.py`): first the SPT
@@ -50,6 +50,8 @@ from .ablation_report import write_report
 from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from .command_line import read_settings_file
 from .model_config import build_config
+from .phase_arguments import finetune_arguments, pretrain_arguments
+from .phase_definition import check_phase_folder, finetune_definition, pretrain_definition
 from .pipeline import PHASE_RESULT_NAME, finetune, prepare_task, pretrain
 from .run_folder import locks_output_dir, read_json, write_json
 from .value_ranges import check_value_ranges
@@ -194,9 +196,14 @@ def _model_arguments(grid: Grid, num_layers: int | None) -> ModelArguments:
     return ModelArguments(**values)
 
 
-def _prepare(grid: Grid, task_key: str, seed: int, num_layers: int | None):
+def _prepare(grid: Grid, task_key: str, seed: int, num_layers: int | None, tasks: dict | None = None):
+    """The task and model config of a unit; `tasks` caches the prepared tasks by (task key, seed)."""
     spec = grid.task_spec(task_key)
-    task = prepare_task(DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options), seed)
+    tasks = {} if tasks is None else tasks
+    if (task_key, seed) not in tasks:
+        data = DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options)
+        tasks[task_key, seed] = prepare_task(data, seed)
+    task = tasks[task_key, seed]
     return task, build_config(task, _model_arguments(grid, num_layers))
 
 
@@ -228,24 +235,54 @@ def pretrain_job(grid: Grid, cell: Cell) -> PretrainJob | None:
     return PretrainJob(arm.pretrain_task or cell.task, float(epochs), _depth(grid, arm, cell.task), cell.seed)
 
 
-def run_pretrain_job(grid: Grid, job: PretrainJob) -> dict[str, Any]:
-    task, config = _prepare(grid, job.task, job.seed, job.num_layers)
+def _job_inputs(grid: Grid, job: PretrainJob, tasks: dict | None = None) -> tuple:
+    """`pipeline.pretrain`'s task, config, experiment and training arguments for `job`."""
+    task, config = _prepare(grid, job.task, job.seed, job.num_layers, tasks)
     exp, training = _experiment(grid, job.seed)
-    return pretrain(task, config, replace(exp, pretrain_epochs=job.epochs), training, job.folder(grid))
+    return task, config, replace(exp, pretrain_epochs=job.epochs), training
 
 
-def run_cell(grid: Grid, cell: Cell) -> dict[str, Any]:
-    """Fine-tune one cell (skipped, returning its result, when its phase.json exists)."""
+def _cell_inputs(grid: Grid, cell: Cell, tasks: dict | None = None) -> tuple:
+    """`pipeline.finetune`'s task, config, experiment and training arguments for `cell`, and its keyword options."""
     arm = _arm(grid, cell.arm)
-    task, config = _prepare(grid, cell.task, cell.seed, arm.num_layers)
+    task, config = _prepare(grid, cell.task, cell.seed, arm.num_layers, tasks)
     exp, training = _experiment(grid, cell.seed)
     job = pretrain_job(grid, cell)
     epochs = None
     if arm.compute_matched:
         epochs = exp.phase_setting(training, "pretrain", "epochs") + exp.phase_setting(training, "finetune", "epochs")
-    return finetune(task, config, exp, training, cell.folder(grid), arm.name,
-                    init_from=job.folder(grid) if job else None, init_parts=arm.init_parts,
-                    freeze_parts=arm.freeze_parts, epochs=epochs)
+    options = {"init_from": job.folder(grid) if job else None, "init_parts": arm.init_parts,
+               "freeze_parts": arm.freeze_parts, "epochs": epochs}
+    return task, config, exp, training, options
+
+
+def run_pretrain_job(grid: Grid, job: PretrainJob) -> dict[str, Any]:
+    task, config, exp, training = _job_inputs(grid, job)
+    return pretrain(task, config, exp, training, job.folder(grid))
+
+
+def run_cell(grid: Grid, cell: Cell) -> dict[str, Any]:
+    """Fine-tune one cell (skipped, returning its result, when its phase.json exists)."""
+    task, config, exp, training, options = _cell_inputs(grid, cell)
+    return finetune(task, config, exp, training, cell.folder(grid), cell.arm, **options)
+
+
+def check_grid(grid: Grid) -> None:
+    """Check that every SPT job's and cell's folder holds that unit or nothing, before any unit trains: a grid
+    changed since some units ran stops here, listing the differences (`PhaseDefinitionMismatch`)."""
+    tasks: dict = {}
+    sources = {}
+    for job in sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str):
+        task, config, exp, training = _job_inputs(grid, job, tasks)
+        args = pretrain_arguments(task, exp, training, job.folder(grid))
+        sources[job] = pretrain_definition(task, config, exp.pretrain_objective, args, None)
+        check_phase_folder(job.folder(grid), sources[job])
+    for cell in cells(grid):
+        task, config, exp, training, options = _cell_inputs(grid, cell, tasks)
+        args = finetune_arguments(task, exp, training, cell.folder(grid), config.num_labels, options["epochs"])
+        definition = finetune_definition(task, config, cell.arm, args, options["init_from"], options["init_parts"],
+                                         options["freeze_parts"], source_definition=sources.get(pretrain_job(grid, cell)))
+        check_phase_folder(cell.folder(grid), definition)
 
 
 def _run_unit(grid: Grid, kind: str, unit: PretrainJob | Cell, isolate: bool, device_index: int | None) -> None:
@@ -269,11 +306,12 @@ def run_grid(grid: Grid) -> list[dict[str, Any]]:
     state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at barriers for the longest pretraining
     isolate = state.num_processes > 1
     device_index = state.local_process_index if state.device.type == "cuda" else None
+    check_grid(grid)  # on every rank, so that all stop together
     if state.is_main_process:
         write_json(Path(grid.output_dir) / GRID_RECORD_NAME, asdict(grid))
-    # finished units too: pretrain/finetune check that their folder holds the unit this grid defines
-    todo_cells = cells(grid)
+    todo_cells = [c for c in cells(grid) if read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
     jobs = sorted({job for c in todo_cells if (job := pretrain_job(grid, c)) is not None}, key=str)
+    jobs = [job for job in jobs if read_json(job.folder(grid) / PHASE_RESULT_NAME) is None]
     with state.split_between_processes(jobs) as mine:
         for job in mine:
             _run_unit(grid, "pretrain", job, isolate, device_index)
@@ -314,7 +352,7 @@ def _main_child(payload: str) -> None:
 
 
 __all__ = ["TaskSpec", "Arm", "Grid", "PretrainJob", "Cell", "parse_grid", "load_grid", "cells", "pretrain_job",
-           "run_pretrain_job", "run_cell", "run_grid", "collect_rows"]
+           "run_pretrain_job", "run_cell", "check_grid", "run_grid", "collect_rows"]
 
 
 if __name__ == "__main__":
