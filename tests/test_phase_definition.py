@@ -72,3 +72,12 @@ def test_a_folder_without_a_recorded_definition_is_refused(tmp_path):
     (folder / "checkpoint-3").mkdir(parents=True)
     with pytest.raises(PhaseDefinitionMismatch, match=f"no {DEFINITION_NAME}"):
         check_phase_folder(folder, _definition(tmp_path))
+
+
+def test_a_definition_killed_mid_write_leaves_a_folder_that_can_be_judged(tmp_path):
+    folder = tmp_path / "phase"
+    folder.mkdir()
+    (folder / f".{DEFINITION_NAME}.tmp").write_text('{"hf_sp')  # killed before the rename
+    check_phase_folder(folder, _definition(tmp_path))  # before: refused as an unrecorded run
+    record_definition(folder, _definition(tmp_path))
+    check_phase_folder(folder, _definition(tmp_path))

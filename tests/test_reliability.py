@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,14 +35,15 @@ def scratch_run(folder: Path, epochs: int = 1) -> dict:
 
 
 def interrupt(folder: Path) -> None:
-    """As if the run had been killed after its first epoch's checkpoint, before the phase ended."""
+    """As if the 2-epoch run had been killed after its first epoch's checkpoint, before the phase ended."""
+    shutil.rmtree(folder / "scratch" / "checkpoint-6")
     (folder / "scratch" / "phase.json").unlink()
     (folder / "scratch" / "model.safetensors").unlink()
 
 
 @pytest.mark.parametrize("damage", ["empty", "truncated_weights", "no_trainer_state"])
 def test_a_checkpoint_killed_while_written_is_skipped_and_the_run_resumes(tmp_path, damage):
-    scratch_run(tmp_path)
+    scratch_run(tmp_path, epochs=2)
     interrupt(tmp_path)
     complete, partial = tmp_path / "scratch" / "checkpoint-3", tmp_path / "scratch" / "checkpoint-6"
     assert is_complete_checkpoint(complete)
@@ -86,7 +88,7 @@ def test_results_are_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
 
 
 def test_resumed_phase_counts_the_seconds_of_every_session(tmp_path):
-    scratch_run(tmp_path)
+    scratch_run(tmp_path, epochs=2)
     state_file = tmp_path / "scratch" / "checkpoint-3" / "trainer_state.json"
     state = json.loads(state_file.read_text())
     saved = state["stateful_callbacks"]["ElapsedTime"]["attributes"]["earlier_seconds"]

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -47,13 +48,15 @@ def test_compare_run_writes_models_and_results_then_skips_finished_phases(tmp_pa
 
 
 def test_interrupted_phase_resumes_from_its_last_checkpoint(tmp_path):
-    run(TINY + ["--output_dir", str(tmp_path), "--mode", "scratch"])
+    argv = TINY + ["--output_dir", str(tmp_path), "--mode", "scratch", "--finetune_epochs", "2"]
+    run(argv)
     scratch = tmp_path / "scratch"
     first_epoch = scratch / "checkpoint-6" / "model.safetensors"
     stamp = first_epoch.stat().st_mtime_ns
-    (scratch / "phase.json").unlink()  # as if the run had stopped before the phase ended
+    (scratch / "phase.json").unlink()  # as if the run had stopped after its first epoch
     (scratch / "model.safetensors").unlink()
-    run(TINY + ["--output_dir", str(tmp_path), "--mode", "scratch", "--finetune_epochs", "2"])
+    shutil.rmtree(scratch / "checkpoint-12")
+    run(argv)
     assert first_epoch.stat().st_mtime_ns == stamp, "the first epoch was trained again instead of resumed"
     assert (scratch / "checkpoint-12").is_dir()
     history = json.loads((scratch / "log_history.json").read_text())

@@ -20,7 +20,8 @@ so that one grid holds tasks with different published recipes (`run_scripts/run_
 
 Layout under `output_dir`: `pretrain/<task>_e<epochs>_L<depth>_s<seed>/` (one SPT checkpoint,
 shared by every arm that needs it), `cells/<task>/<arm>/seed<seed>/` (one fine-tuning run, done
-when its `phase.json` exists), then `results.csv`, `results.md` and `results.png`; `grid.json` records
+when its `phase.json` exists; each unit's folder records its definition, and a grid changed
+since some units ran stops before any unit trains, listing the differences), then `results.csv`, `results.md` and `results.png`; `grid.json` records
 the parsed grid (what `run_analysis.py --run` reads).
 
 Several processes (`accelerate launch --num_processes N run_ablation.py`): first the SPT
@@ -47,13 +48,18 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
+from ..errors import UserInputError
 from ..tasks import task_preset
 from ..training.parts import parse_parts
 from .ablation_report import write_report
 from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from .command_line import read_settings_file
 from .model_config import build_config
-from .pipeline import PHASE_RESULT_NAME, finetune, prepare_task, pretrain
+from .phase_arguments import finetune_arguments, pretrain_arguments
+from .phase_definition import check_phase_folder, finetune_definition, pretrain_definition
+from .pipeline import PHASE_RESULT_NAME, finetune, finetune_settings, prepare_task, pretrain
 from .run_folder import locks_output_dir, read_json, write_json
+from .value_ranges import check_value_ranges
 
 CELLS_DIR = "cells"
 PRETRAIN_DIR = "pretrain"
@@ -93,8 +99,11 @@ class Arm:
         for parts in (self.init_parts, self.freeze_parts):
             if parts is not None:
                 parse_parts(parts)
+        for name in ("pretrain_epochs", "num_layers"):
+            if (value := getattr(self, name)) is not None and value <= 0:
+                raise UserInputError(f"Arm {self.name!r}: {name} must be above 0, got {value}.")
         if self.compute_matched and self.pretrain:
-            raise ValueError(f"Arm {self.name!r}: compute_matched is a scratch control; it cannot also pretrain.")
+            raise UserInputError(f"Arm {self.name!r}: compute_matched is a scratch control; it cannot also pretrain.")
 
 
 @dataclass
@@ -117,13 +126,16 @@ def _checked(cls, values: dict[str, Any], where: str, *more_classes: type) -> di
     known = {f.name for c in (cls, *more_classes) for f in fields(c)}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ValueError(f"{where}: unknown setting(s) {unknown}; valid: {sorted(known)}.")
+        raise UserInputError(f"{where}: unknown setting(s) {unknown}; valid: {sorted(known)}.")
     return values
 
 
 def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     """Grid from a dict (a loaded YAML/JSON file); every unknown name or dangling reference is an error."""
     raw = dict(_checked(Grid, raw, source))
+    missing = [name for name in ("tasks", "arms", "seeds") if name not in raw]
+    if missing:
+        raise UserInputError(f"{source}: a grid needs {missing}; see run_scripts/ablation_default.yaml.")
     raw["tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: tasks.{k}")) for k, v in raw["tasks"].items()}
     raw["pretrain_tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: pretrain_tasks.{k}"))
                              for k, v in (raw.get("pretrain_tasks") or {}).items()}
@@ -134,27 +146,26 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     _checked(ExperimentArguments, raw.get("experiment") or {}, f"{source}: experiment", SharedTrainingArguments)
     _checked(ModelArguments, raw.get("model") or {}, f"{source}: model")
     grid = Grid(**raw)
+    for key, spec in {**grid.pretrain_tasks, **grid.tasks}.items():  # every task's settings' ranges, before any unit runs
+        for seed in grid.seeds:
+            check_value_ranges(DataArguments(max_length=spec.max_length), _model_arguments(grid, key, None),
+                               *_experiment(grid, seed, key))
     names = [arm.name for arm in grid.arms]
     if len(set(names)) != len(names):
-        raise ValueError(f"{source}: arm names must be unique, got {names}.")
+        raise UserInputError(f"{source}: arm names must be unique, got {names}.")
     known_tasks = set(grid.tasks) | set(grid.pretrain_tasks)
     for arm in grid.arms:
         if arm.pretrain_task is not None and arm.pretrain_task not in known_tasks:
-            raise ValueError(f"{source}: arm {arm.name!r} pretrains on {arm.pretrain_task!r}, which is not in "
+            raise UserInputError(f"{source}: arm {arm.name!r} pretrains on {arm.pretrain_task!r}, which is not in "
                              f"tasks or pretrain_tasks ({sorted(known_tasks)}).")
     return grid
 
 
 def load_grid(path: str | Path) -> Grid:
     """Read a grid file (.yaml/.yml or .json)."""
-    path = Path(path)
-    text = path.read_text()
-    if path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        raw = yaml.safe_load(text)
-    else:
-        raw = json.loads(text)
+    raw = read_settings_file(path, "Grid file")
+    if not isinstance(raw, dict):
+        raise UserInputError(f"Grid file {path} holds a mapping (tasks, seeds, arms...), not {type(raw).__name__}.")
     return parse_grid(raw, str(path))
 
 
@@ -199,10 +210,15 @@ def _model_arguments(grid: Grid, task_key: str, num_layers: int | None) -> Model
     return ModelArguments(**values)
 
 
-def _prepare(grid: Grid, task_key: str, seed: int, num_layers: int | None):
+def _prepare(grid: Grid, task_key: str, seed: int, num_layers: int | None, tasks: dict | None = None):
+    """The task and model config of a unit; `tasks` caches the prepared tasks by (task key, seed)."""
     spec = grid.task_spec(task_key)
-    data = DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options, max_length=spec.max_length)
-    task = prepare_task(data, seed)
+    tasks = {} if tasks is None else tasks
+    if (task_key, seed) not in tasks:
+        data = DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options,
+                             max_length=spec.max_length)
+        tasks[task_key, seed] = prepare_task(data, seed)
+    task = tasks[task_key, seed]
     return task, build_config(task, _model_arguments(grid, task_key, num_layers))
 
 
@@ -213,8 +229,10 @@ def _arm(grid: Grid, name: str) -> Arm:
 def _depth(grid: Grid, arm: Arm, task_key: str) -> int:
     """The arm's number of layers, the task preset's when neither the arm nor the grid's model sets it."""
     spec = grid.task_spec(task_key)
-    return (arm.num_layers or spec.model.get("num_hidden_layers") or grid.model.get("num_hidden_layers")
-            or task_preset(spec.task).model["num_hidden_layers"])
+    for depth in (arm.num_layers, spec.model.get("num_hidden_layers"), grid.model.get("num_hidden_layers")):
+        if depth is not None:
+            return depth
+    return task_preset(spec.task).model["num_hidden_layers"]
 
 
 def cells(grid: Grid) -> list[Cell]:
@@ -233,25 +251,56 @@ def pretrain_job(grid: Grid, cell: Cell) -> PretrainJob | None:
     return PretrainJob(arm.pretrain_task or cell.task, float(epochs), _depth(grid, arm, cell.task), cell.seed)
 
 
-def run_pretrain_job(grid: Grid, job: PretrainJob) -> dict[str, Any]:
-    task, config = _prepare(grid, job.task, job.seed, job.num_layers)
+def _job_inputs(grid: Grid, job: PretrainJob, tasks: dict | None = None) -> tuple:
+    """`pipeline.pretrain`'s task, config, experiment and training arguments for `job`."""
+    task, config = _prepare(grid, job.task, job.seed, job.num_layers, tasks)
     exp, training = _experiment(grid, job.seed, job.task)
-    return pretrain(task, config, replace(exp, pretrain_epochs=job.epochs), training, job.folder(grid))
+    return task, config, replace(exp, pretrain_epochs=job.epochs), training
 
 
-def run_cell(grid: Grid, cell: Cell) -> dict[str, Any]:
-    """Fine-tune one cell (skipped, returning its result, when its phase.json exists)."""
+def _cell_inputs(grid: Grid, cell: Cell, tasks: dict | None = None) -> tuple:
+    """`pipeline.finetune`'s task, config, experiment and training arguments for `cell`, and its keyword options."""
     arm = _arm(grid, cell.arm)
-    task, config = _prepare(grid, cell.task, cell.seed, arm.num_layers)
+    task, config = _prepare(grid, cell.task, cell.seed, arm.num_layers, tasks)
     exp, training = _experiment(grid, cell.seed, cell.task)
     job = pretrain_job(grid, cell)
     epochs = None
     if arm.compute_matched:
         budget = spt_step_budget(len(task.dataset["train"]), task.is_pair, task.preset.batch_size, exp, training)
         epochs = (budget["pretrain"] + budget["finetune"]) / budget["finetune_steps_per_epoch"]
-    return finetune(task, config, exp, training, cell.folder(grid), arm.name,
-                    init_from=job.folder(grid) if job else None, init_parts=arm.init_parts,
-                    freeze_parts=arm.freeze_parts, epochs=epochs)
+    options = {"init_from": job.folder(grid) if job else None, "init_parts": arm.init_parts,
+               "freeze_parts": arm.freeze_parts, "epochs": epochs}
+    return task, config, exp, training, options
+
+
+def run_pretrain_job(grid: Grid, job: PretrainJob) -> dict[str, Any]:
+    task, config, exp, training = _job_inputs(grid, job)
+    return pretrain(task, config, exp, training, job.folder(grid))
+
+
+def run_cell(grid: Grid, cell: Cell) -> dict[str, Any]:
+    """Fine-tune one cell (skipped, returning its result, when its phase.json exists)."""
+    task, config, exp, training, options = _cell_inputs(grid, cell)
+    return finetune(task, config, exp, training, cell.folder(grid), cell.arm, **options)
+
+
+def check_grid(grid: Grid) -> None:
+    """Check that every SPT job's and cell's folder holds that unit or nothing, before any unit trains: a grid
+    changed since some units ran stops here, listing the differences (`PhaseDefinitionMismatch`)."""
+    tasks: dict = {}
+    sources = {}
+    for job in sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str):
+        task, config, exp, training = _job_inputs(grid, job, tasks)
+        args = pretrain_arguments(task, exp, training, job.folder(grid))
+        sources[job] = pretrain_definition(task, config, exp.pretrain_objective, args, None)
+        check_phase_folder(job.folder(grid), sources[job])
+    for cell in cells(grid):
+        task, config, exp, training, options = _cell_inputs(grid, cell, tasks)
+        args = finetune_arguments(task, exp, training, cell.folder(grid), config.num_labels, options["epochs"])
+        definition = finetune_definition(task, config, cell.arm, args, options["init_from"], options["init_parts"],
+                                         options["freeze_parts"], source_definition=sources.get(pretrain_job(grid, cell)),
+                                         settings=finetune_settings(exp, exp.finetune_method))
+        check_phase_folder(cell.folder(grid), definition)
 
 
 def phase_steps(rows: int, batch: int, epochs: float, max_steps: int | None, accumulation: int) -> tuple[int, int]:
@@ -296,6 +345,7 @@ def run_grid(grid: Grid) -> list[dict[str, Any]]:
     state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at barriers for the longest pretraining
     isolate = state.num_processes > 1
     device_index = state.local_process_index if state.device.type == "cuda" else None
+    check_grid(grid)  # on every rank, so that all stop together
     if state.is_main_process:
         write_json(Path(grid.output_dir) / GRID_RECORD_NAME, asdict(grid))
     todo_cells = [c for c in cells(grid) if read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
@@ -341,7 +391,8 @@ def _main_child(payload: str) -> None:
 
 
 __all__ = ["TaskSpec", "Arm", "Grid", "PretrainJob", "Cell", "parse_grid", "load_grid", "cells", "pretrain_job",
-           "phase_steps", "spt_step_budget", "run_pretrain_job", "run_cell", "run_grid", "collect_rows"]
+           "phase_steps", "spt_step_budget", "run_pretrain_job", "run_cell", "check_grid", "run_grid",
+           "collect_rows"]
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ..errors import MissingInputError, UserInputError
 from ..analysis.report import ReportOptions, analyse_models
 from .ablation import GRID_RECORD_NAME, Cell, parse_grid
 from .arguments import DataArguments
@@ -51,7 +52,7 @@ def run_record(run: str | Path) -> dict[str, Any]:
     """The `results.json` of a `run_spt.py` output folder; an error saying what `--run` expects otherwise."""
     record = Path(run) / RUN_RESULTS_NAME
     if not record.is_file():
-        raise FileNotFoundError(f"--run {run}: no {RUN_RESULTS_NAME} or {GRID_RECORD_NAME} there; --run takes the "
+        raise MissingInputError(f"--run {run}: no {RUN_RESULTS_NAME} or {GRID_RECORD_NAME} there; --run takes the "
                                 "--output_dir of a finished run_spt.py or run_ablation.py run.")
     return json.loads(record.read_text())
 
@@ -59,7 +60,7 @@ def run_record(run: str | Path) -> dict[str, Any]:
 def _choose(flag: str, given: bool, typed: Any, choices: list[Any]) -> Any:
     """The typed value when given (it must be one of `choices`), else the only choice."""
     if given and typed not in choices or not given and len(choices) > 1:
-        raise ValueError(f"--run of an ablation grid: pass --{flag}, one of {choices} (got {typed if given else 'none'}).")
+        raise UserInputError(f"--run of an ablation grid: pass --{flag}, one of {choices} (got {typed if given else 'none'}).")
     return typed if given else choices[0]
 
 
@@ -75,7 +76,7 @@ def grid_cells(
                (("task_options", spec.task_options), ("data_dir", spec.data_dir), ("max_length", None))
                if flag in given and getattr(data_args, flag) != value]
     if clashes:
-        raise ValueError(f"Flags contradict the grid's task {key!r}: {'; '.join(clashes)}. Drop them.")
+        raise UserInputError(f"Flags contradict the grid's task {key!r}: {'; '.join(clashes)}. Drop them.")
     located = replace(grid, output_dir=str(run))  # the folder may have moved since the grid ran
     cells = [Cell(key, arm.name, seed).folder(located) for arm in grid.arms]
     data = replace(data_args, task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options)
@@ -86,7 +87,7 @@ def run_models(run: str | Path) -> list[str]:
     """The model folders a run wrote: its `scratch/`, `spt/` and `pretrain/` phases, those present."""
     models = [str(Path(run) / name) for name in RUN_MODEL_FOLDERS if (Path(run) / name).is_dir()]
     if not models:
-        raise FileNotFoundError(f"--run {run}: none of its phase folders ({', '.join(RUN_MODEL_FOLDERS)}) exists.")
+        raise MissingInputError(f"--run {run}: none of its phase folders ({', '.join(RUN_MODEL_FOLDERS)}) exists.")
     return models
 
 
@@ -101,7 +102,7 @@ def recorded_settings(
     clashes = [f"--{name} {typed[name]!r} (the run recorded {value!r})" for name, value in recorded.items()
                if name in given and typed[name] != value]
     if clashes:
-        raise ValueError(f"Flags contradict the run's {RUN_RESULTS_NAME}: {'; '.join(clashes)}. Drop them: --run "
+        raise UserInputError(f"Flags contradict the run's {RUN_RESULTS_NAME}: {'; '.join(clashes)}. Drop them: --run "
                          "reads the run's own settings.")
     return replace(data_args, **data), record["seed"]
 
@@ -119,7 +120,7 @@ def analyse(data_args: DataArguments, args: AnalysisArguments, given: set[str] |
         data_args, args.seed = recorded_settings(run_record(args.run), data_args, args, given or set())
         models = models or run_models(args.run)
     if not models:
-        raise ValueError("Nothing to analyse: pass --run RUN_DIR (a run_spt.py output folder) or --model FOLDER...")
+        raise UserInputError("Nothing to analyse: pass --run RUN_DIR (a run_spt.py output folder) or --model FOLDER...")
     options = ReportOptions(**{f.name: getattr(args, f.name) for f in fields(ReportOptions)})
     return analyse_models(prepare_task(data_args, options.seed), models, report_folder(args), options)
 

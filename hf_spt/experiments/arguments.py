@@ -47,9 +47,9 @@ def json_mapping(value: str | dict[str, Any] | None, flag: str) -> dict[str, Any
     try:
         parsed = json.loads(value)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{flag} must be a JSON object, e.g. '{{\"key\": 1}}'; got {value!r} ({error}).") from None
+        raise UserInputError(f"{flag} must be a JSON object, e.g. '{{\"key\": 1}}'; got {value!r} ({error}).") from None
     if not isinstance(parsed, dict):
-        raise ValueError(f"{flag} must be a JSON object, got {value!r}.")
+        raise UserInputError(f"{flag} must be a JSON object, got {value!r}.")
     return parsed
 
 
@@ -260,7 +260,7 @@ class ExperimentArguments(RunOptions, LoraOptions, FinetuneOptions, PretrainOpti
 
     def __post_init__(self):
         if self.mode not in MODES:
-            raise ValueError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODES)}.")
+            raise UserInputError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODES)}.")
         if self.finetune_method not in FINETUNE_METHODS:
             raise UserInputError(f"Unknown --finetune_method {self.finetune_method!r}; choose one of "
                                  f"{', '.join(FINETUNE_METHODS)}.")
@@ -268,7 +268,11 @@ class ExperimentArguments(RunOptions, LoraOptions, FinetuneOptions, PretrainOpti
             raise UserInputError("--freeze_parts does not combine with LoRA, which already freezes every weight but "
                                  "the adapters and the classifier head.")
         if self.init_parts is not None and self.mode == "scratch":
-            raise ValueError("--init_parts needs SPT weights: use --mode compare or finetune, not scratch.")
+            raise UserInputError("--init_parts needs SPT weights: use --mode compare or finetune, not scratch.")
+        if self.init_from is not None and self.mode == "compare":  # its pretraining phase would run unused
+            raise UserInputError("--init_from with --mode compare: the spt arm fine-tunes the pretraining phase this "
+                                 "run trains, so --init_from would go unused. Use --mode finetune --init_from CKPT "
+                                 "(and --mode scratch for the baseline), or drop --init_from.")
         for parts in (self.init_parts, self.freeze_parts):
             if parts is not None:
                 parse_parts(parts)  # an unknown part name fails here, before any training

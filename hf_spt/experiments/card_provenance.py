@@ -17,6 +17,7 @@ from transformers import PreTrainedConfig, TrainingArguments
 from ..tasks import Task
 from ..training.model_card import PRETRAINING_TASKS, TRAINING_SETTINGS, SptModelCardData
 from .arguments import ExperimentArguments
+from .phase_arguments import masking_rate
 
 
 def starting_weights_reference(
@@ -39,6 +40,15 @@ def starting_weights_reference(
     return Path(os.path.relpath(source, run_folder)).as_posix(), None
 
 
+def _part_text(part: str, init: str | None, layers: dict[str, list[str]] | None) -> str:
+    """`qk of pretrain (layers 0, 1: 4 tensors)`: a transplanted part and what of it was loaded."""
+    if layers is None:
+        return f"{part} of {init}"
+    where = ", ".join(name for name in layers if name != "-")
+    count = sum(len(keys) for keys in layers.values())
+    return f"{part} of {init} ({f'layers {where}: ' if where else ''}{count} tensors)"
+
+
 def phase_card_data(
     task: Task,
     config: PreTrainedConfig,
@@ -52,6 +62,7 @@ def phase_card_data(
     freeze_parts: str | None = None,
     pretraining_data: str | None = None,
     adapter: dict[str, Any] | None = None,
+    loaded: dict[str, dict[str, list[str]]] | None = None,
 ) -> SptModelCardData:
     """Card data of one pipeline phase (metrics are filled in when the phase ends).
 
@@ -61,6 +72,8 @@ def phase_card_data(
     `freeze_parts`: parts kept at their initial values. `pretraining_data`: what the pretraining
     phase behind `init_from` read, as its phase.json recorded it (cross-task SPT: another task's
     inputs); None: this phase's task. `adapter`: a LoRA arm's peft settings and base weights.
+    `loaded`: with `init_parts`, the keys loaded per part and layer (`LoadReport.loaded_by_part`),
+    so the card says which layers each part reached.
     """
     backbone = getattr(config, "backbone", None) or config
     had_spt = phase in ("pretrain", "spt") or pretrain_epochs is not None
@@ -81,8 +94,8 @@ def phase_card_data(
                           "rows, labels unused)") if had_spt else None,
         pretraining_task=PRETRAINING_TASKS[objective] if objective else None,
         pretrain_epochs=pretrain_epochs if had_spt else None,
-        mlm_probability=(exp.mlm_probability or task.preset.mlm_probability) if objective == "masked" else None,
-        init_parts=([f"{part} of {init}" for part in init_parts.split(",")] if init_parts
+        mlm_probability=masking_rate(exp, task) if objective == "masked" else None,
+        init_parts=([_part_text(part, init, (loaded or {}).get(part)) for part in init_parts.split(",")] if init_parts
                       else [f"all weights of {init} except the task head"] if init else []),
         freeze_parts=freeze_parts.split(",") if freeze_parts else [],
         adapter=adapter,

@@ -25,7 +25,7 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
-from ..errors import UserInputError
+from ..errors import MissingInputError, UserInputError
 from .arguments import (PHASES, PHASE_SETTINGS, DataArguments, ExperimentArguments, FinetuneOptions, LoraOptions,
                         ModelArguments, PretrainOptions, RunOptions, SharedTrainingArguments)
 from .pipeline import CUSTOM_DATA_FIELDS
@@ -57,24 +57,39 @@ def given_flags(argv: list[str]) -> dict[str, Any]:
     return vars(peek.parse_known_args(argv)[0])
 
 
-def read_config_file(path: str) -> dict[str, Any]:
-    """A config file's settings; unknown names fail, naming them and the file."""
-    text = Path(path).read_text(encoding="utf-8")
-    if path.endswith((".yaml", ".yml")):
+def read_settings_file(path: str | Path, what: str) -> Any:
+    """The content of a YAML (.yaml/.yml) or JSON file; a missing or unparsable file is a user error naming it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError):
+        raise MissingInputError(f"{what} {path}: no such file.") from None
+    except UnicodeDecodeError as error:
+        raise UserInputError(f"{what} {path} is not UTF-8 text: {error}") from None
+    if str(path).endswith((".yaml", ".yml")):
         import yaml
 
-        settings = yaml.safe_load(text) or {}
-    else:
-        settings = json.loads(text)
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise UserInputError(f"{what} {path} is not valid YAML: {error}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UserInputError(f"{what} {path} is not valid JSON: {error}") from None
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """A config file's settings; unknown names fail, naming them and the file."""
+    settings = read_settings_file(path, "--config_file") or {}
     if not isinstance(settings, dict):
-        raise ValueError(f"{path}: a config file holds a mapping of setting names to values, not {type(settings).__name__}.")
+        raise UserInputError(f"{path}: a config file holds a mapping of setting names to values, not {type(settings).__name__}.")
     try:
         HfArgumentParser(ARGUMENT_GROUPS).parse_dict(settings)
     except ValueError as error:
         if "not used by the HfArgumentParser" not in str(error):
             raise
         unknown = sorted(set(settings) - {f.name for group in ARGUMENT_GROUPS for f in fields(group)})
-        raise ValueError(f"{path}: unknown settings {unknown}; run with --help for the valid names.") from None
+        raise UserInputError(f"{path}: unknown settings {unknown}; run with --help for the valid names.") from None
     return settings
 
 
@@ -158,5 +173,5 @@ def parse_arguments(
     return data, model, experiment, training
 
 
-__all__ = ["ARGUMENT_GROUPS", "build_parser", "given_flags", "read_config_file", "layered", "check_all_read",
-           "unread_lora_settings", "parse_arguments"]
+__all__ = ["ARGUMENT_GROUPS", "build_parser", "given_flags", "read_settings_file", "read_config_file", "layered",
+           "check_all_read", "unread_lora_settings", "parse_arguments"]

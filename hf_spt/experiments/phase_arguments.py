@@ -34,7 +34,9 @@ def trainer_kwargs(
     `preset_batch`: the task preset's batch size, used when no flag sets one; `epochs` overrides
     the phase's epochs (the compute-matched scratch arm of the ablation grid).
     """
-    batch = exp.phase_setting(training, phase, "batch_size") or preset_batch
+    batch = exp.phase_setting(training, phase, "batch_size")
+    batch = preset_batch if batch is None else batch
+    eval_batch = batch if training.per_device_eval_batch_size is None else training.per_device_eval_batch_size
     pin_memory = training.dataloader_pin_memory
     return {
         **training.phase_kwargs(),
@@ -42,7 +44,7 @@ def trainer_kwargs(
         "num_train_epochs": epochs if epochs is not None else exp.phase_setting(training, phase, "epochs"),
         "learning_rate": exp.phase_setting(training, phase, "learning_rate"),
         "per_device_train_batch_size": batch,
-        "per_device_eval_batch_size": training.per_device_eval_batch_size or batch,
+        "per_device_eval_batch_size": eval_batch,
         "max_steps": exp.phase_setting(training, phase, "max_steps"),
         # with --push_to_hub: the phase's final model only (hub_strategy "end"), to HUB_MODEL_ID-<phase folder>
         "hub_model_id": f"{training.hub_model_id}-{folder.name}" if training.push_to_hub else None,
@@ -51,12 +53,17 @@ def trainer_kwargs(
     }
 
 
+def masking_rate(exp: ExperimentArguments, task: Task) -> float:
+    """`--mlm_probability` as given (validated elsewhere), the task preset's only when it is not given."""
+    return task.preset.mlm_probability if exp.mlm_probability is None else exp.mlm_probability
+
+
 def pretrain_arguments(
     task: Task, exp: ExperimentArguments, training: SharedTrainingArguments, folder: Path
 ) -> PretrainArguments:
     """The pretraining phase's arguments: the shared flags, its budget and its masking options."""
     return PretrainArguments(
-        mlm_probability=exp.mlm_probability or task.preset.mlm_probability,
+        mlm_probability=masking_rate(exp, task),
         mask_replace_prob=exp.mask_replace_prob,
         random_replace_prob=exp.random_replace_prob,
         token_weighting=exp.token_weighting,
@@ -75,4 +82,4 @@ def finetune_arguments(
     )
 
 
-__all__ = ["accelerator_available", "trainer_kwargs", "pretrain_arguments", "finetune_arguments"]
+__all__ = ["accelerator_available", "masking_rate", "trainer_kwargs", "pretrain_arguments", "finetune_arguments"]

@@ -21,10 +21,16 @@ from typing import Any
 
 import pyarrow as pa
 from datasets import Dataset
+from transformers import PreTrainedConfig, TrainingArguments
 
 from ..errors import UserInputError
+from ..tasks import Task
 
 DEFINITION_NAME = "phase_definition.json"
+TEMPORARY_NAME = f".{DEFINITION_NAME}.tmp"  # the definition being written; never read
+# config entries that saving or loading a model sets, which say nothing of what the model is
+CONFIG_METADATA = frozenset({"transformers_version", "architectures", "auto_map", "dtype", "torch_dtype",
+                             "_name_or_path", "use_cache"})
 # TrainingArguments fields that change where or how a run reports, never what it learns.
 REPORTING_FIELDS = frozenset({
     "output_dir", "logging_dir", "run_name", "report_to", "push_to_hub", "hub_model_id", "hub_strategy", "hub_token",
@@ -81,11 +87,17 @@ def definition_digest(definition: Mapping[str, Any]) -> str:
     return hashlib.blake2b(json.dumps(definition, sort_keys=True, default=str).encode(), digest_size=8).hexdigest()
 
 
-def source_identity(init_from: str | Path | None) -> dict[str, Any] | None:
-    """Where a phase's weights start: a phase folder's definition digest, or the path (a Hub id) as given."""
+def source_identity(
+    init_from: str | Path | None, source_definition: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """Where a phase's weights start: a phase folder's definition digest (`source_definition`, the
+    definition of a phase this run has yet to train, else the one recorded in `init_from`), or the
+    path (a Hub id) as given."""
     if init_from is None:
         return None
-    recorded = read_definition(Path(init_from)) if Path(init_from).is_dir() else None
+    recorded = source_definition
+    if recorded is None and Path(init_from).is_dir():
+        recorded = read_definition(Path(init_from))
     if recorded is not None:
         return {"phase_definition": definition_digest(recorded)}
     return {"path": str(init_from)}
@@ -94,17 +106,17 @@ def source_identity(init_from: str | Path | None) -> dict[str, Any] | None:
 def phase_definition(
     *, phase: str, seed: int, data: Mapping[str, Dataset], model_config: Mapping[str, Any], args: Any,
     init_from: str | Path | None = None, init_parts: str | None = None, freeze_parts: str | None = None,
-    extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None, source_definition: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Everything that defines one phase's result, as plain JSON values."""
+    """Everything that defines one phase's result, as plain JSON values (`source_definition`: see `source_identity`)."""
     definition = {
         "hf_spt": metadata.version("hf-spt"),
         "phase": phase,
         "seed": seed,
         "data": {split: dataset_fingerprint(dataset) for split, dataset in sorted(data.items())},
-        "model": {key: value for key, value in sorted(model_config.items()) if key != "transformers_version"},
+        "model": {key: value for key, value in sorted(model_config.items()) if key not in CONFIG_METADATA},
         "training": training_settings(args),
-        "init_from": source_identity(init_from),
+        "init_from": source_identity(init_from, source_definition),
         "init_parts": init_parts,
         "freeze_parts": freeze_parts,
         **dict(extra or {}),
@@ -135,9 +147,10 @@ def differences(old: Any, new: Any, prefix: str = "") -> list[str]:
 def check_phase_folder(folder: Path, definition: Mapping[str, Any]) -> None:
     """Stop before any work when `folder` already holds a phase defined otherwise, or an unrecorded one.
 
-    An empty or missing folder, and one whose recorded definition equals `definition`, pass.
+    An empty or missing folder (or one holding only a definition killed mid-write), and one whose
+    recorded definition equals `definition`, pass.
     """
-    if not folder.is_dir() or not any(folder.iterdir()):
+    if not folder.is_dir() or not any(path.name != TEMPORARY_NAME for path in folder.iterdir()):
         return
     recorded = read_definition(folder)
     if recorded is None:
@@ -158,11 +171,38 @@ def check_phase_folder(folder: Path, definition: Mapping[str, Any]) -> None:
 def record_definition(folder: Path, definition: Mapping[str, Any]) -> None:
     """Write the definition into the phase folder (atomically: a kill never leaves half a file)."""
     folder.mkdir(parents=True, exist_ok=True)
-    temporary = folder / f".{DEFINITION_NAME}.tmp"
+    temporary = folder / TEMPORARY_NAME
     temporary.write_text(json.dumps(definition, indent=1, sort_keys=True))
     temporary.replace(folder / DEFINITION_NAME)
 
 
+def pretrain_definition(
+    task: Task, config: PreTrainedConfig, objective: str, args: TrainingArguments, init_from: str | Path | None
+) -> dict[str, Any]:
+    """The pretraining phase's definition: the inputs it reads (train, validation), its model and masking."""
+    return phase_definition(
+        phase="pretrain", seed=args.seed, data={split: task.dataset[split] for split in ("train", "validation")},
+        model_config=config.to_dict(), args=args, init_from=init_from,
+        extra={"task": task.name, "pretrain_objective": objective},
+    )
+
+
+def finetune_definition(
+    task: Task, config: PreTrainedConfig, arm: str, args: TrainingArguments, init_from: str | Path | None = None,
+    init_parts: str | None = None, freeze_parts: str | None = None, source_definition: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A fine-tuning arm's definition: the splits it reads, its model, its starting weights (by the source
+    phase's definition digest, so that re-pretraining changes it too), parts taken and frozen, and
+    `settings` the Trainer does not hold (the fine-tuning method and its LoRA settings, early stopping)."""
+    return phase_definition(
+        phase=arm, seed=args.seed, data={split: task.dataset[split] for split in ("train", "validation", "test")},
+        model_config=config.to_dict(), args=args, init_from=init_from, init_parts=init_parts,
+        freeze_parts=freeze_parts, extra={"task": task.name, **dict(settings or {})},
+        source_definition=source_definition,
+    )
+
+
 __all__ = ["DEFINITION_NAME", "PhaseDefinitionMismatch", "dataset_fingerprint", "training_settings",
-           "definition_digest", "phase_definition", "read_definition", "differences", "check_phase_folder",
-           "record_definition"]
+           "definition_digest", "phase_definition", "pretrain_definition", "finetune_definition", "read_definition",
+           "differences", "check_phase_folder", "record_definition"]

@@ -6,9 +6,12 @@ Output layout under `output_dir`:
     scratch/    fine-tuned from random init (arm "scratch")
     pretrained_lora/, pretrained_full/   --mode lora_comparison's other arms (see lora_finetuning.py)
     results.json, results.md
-Each phase folder ends with `phase.json` (its metrics); a re-run skips phases that have one
-and resumes the others from their last checkpoint, so an interrupted run loses at most an epoch.
-`--overwrite_output_dir` deletes the folders of the phases a run trains before it starts.
+Each phase folder records what defines the phase (`phase_definition.json`, written before it
+trains) and ends with `phase.json` (its metrics). A re-run with the same definitions skips the
+finished phases and resumes the others from their last checkpoint, so an interrupted run loses
+at most an epoch; a re-run defined otherwise (seed, sizes, data, settings) stops before any phase
+trains, listing what changed. `--overwrite_output_dir` deletes the folders of the phases a run
+trains before it starts.
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ from .arguments import DataArguments, ExperimentArguments, ModelArguments, Share
 from .card_provenance import phase_card_data
 from .hub import check_hub_ready
 from .lora_finetuning import COMPARISON_ARMS, adapter_provenance, check_lora_ready, with_adapters
-from .model_config import build_config, starting_weights
+from .model_config import build_config, fit_to_checkpoint, starting_weights
 from .phase_arguments import finetune_arguments, pretrain_arguments
+from .phase_definition import check_phase_folder, finetune_definition, pretrain_definition, record_definition
 from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json, write_text
+from .value_ranges import check_value_ranges
 
 PHASE_RESULT_NAME = "phase.json"
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")
@@ -54,7 +59,7 @@ def fit_lengths(task: Task, max_length: int, truncation: bool) -> Task:
             if longest <= max_length:
                 continue
             if not truncation:
-                raise ValueError(
+                raise UserInputError(
                     f"Task {task.name!r}, split {split!r}: {column} has sequences of up to {longest} tokens, "
                     f"longer than max_length={max_length}. Pass --truncation to cut them, or raise --max_length."
                 )
@@ -83,7 +88,7 @@ def task_options(data_args: DataArguments, task_name: str) -> dict[str, Any]:
 def prepare_task(data_args: DataArguments, seed: int) -> Task:
     """Load the task named in `data_args` and make its sequences fit the model."""
     task = load_task(data_args.task, data_dir=data_args.data_dir, seed=seed, **task_options(data_args, data_args.task))
-    max_length = data_args.max_length or task.preset.max_length
+    max_length = task.preset.max_length if data_args.max_length is None else data_args.max_length
     task.preset = replace(task.preset, max_length=max_length)
     return fit_lengths(task, max_length, data_args.truncation)
 
@@ -95,7 +100,7 @@ def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Ta
         options["num_proc"] = data_args.preprocessing_num_workers
     source = load_task(data_args.pretrain_task, data_dir=data_args.pretrain_data_dir, seed=seed, **options)
     if source.tokenizer.get_vocab() != task.tokenizer.get_vocab():
-        raise ValueError(
+        raise UserInputError(
             f"--pretrain_task {source.name!r} has a different vocabulary ({len(source.tokenizer)} tokens) from --task "
             f"{task.name!r} ({len(task.tokenizer)} tokens), so its SPT weights cannot serve it. Pair tasks with one "
             "vocabulary: pathfinder/pathx/image (256 pixel values), text/retrieval/custom (bytes)."
@@ -113,6 +118,20 @@ def _attach_probes(trainer, task: Task, exp: ExperimentArguments) -> None:
 def _finished(folder: Path) -> dict[str, Any] | None:
     """The phase's result; None when it has none yet or an unreadable one (then the phase runs again)."""
     return read_json(folder / PHASE_RESULT_NAME)
+
+
+def _claim(folder: Path, definition: dict[str, Any]) -> dict[str, Any] | None:
+    """The result of the phase `folder` holds when it is this one and finished; None when it is to train
+    (its definition is then recorded first, so a killed run leaves a folder a re-run can judge).
+    Raises `PhaseDefinitionMismatch` when the folder holds a phase defined otherwise."""
+    check_phase_folder(folder, definition)
+    if (done := _finished(folder)) is not None:
+        return done
+    state = PartialState()
+    state.wait_for_everyone()  # every rank has judged the folder before the main one writes into it
+    if state.is_main_process:
+        record_definition(folder, definition)
+    return None
 
 
 def _train(trainer, folder: Path) -> ElapsedTime:
@@ -143,11 +162,11 @@ def pretrain(
 ) -> dict[str, Any]:
     """SPT phase: MLM (or next-token prediction) on the task's training inputs, from random init or
     `init_from`'s weights; keeps the best-validation model in `folder`."""
-    if (done := _finished(folder)) is not None:
+    args = pretrain_arguments(task, exp, training, folder)
+    if (done := _claim(folder, pretrain_definition(task, config, exp.pretrain_objective, args, init_from))) is not None:
         return done
     set_seed(training.seed)
     model = pretraining_model(config, exp.pretrain_objective, init_from)
-    args = pretrain_arguments(task, exp, training, folder)
     trainer = PretrainTrainer(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
         data_collator=pretraining_collator(task.tokenizer, exp.pretrain_objective),
@@ -155,7 +174,7 @@ def pretrain(
     _attach_probes(trainer, task, exp)
     clock = _train(trainer, folder)
     metrics = trainer.evaluate()
-    card = phase_card_data(task, config, exp, "pretrain", args, init_from, pretrain_epochs=trainer.state.epoch,
+    card = phase_card_data(task, model.config, exp, "pretrain", args, init_from, pretrain_epochs=trainer.state.epoch,
                            extra_training={"token_weighting": exp.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
                                      "epochs": trainer.state.epoch, "steps": trainer.state.global_step,
@@ -184,22 +203,25 @@ def finetune(
     fine-tuning epochs (the compute-matched scratch arm). `method`: "full" or "lora" (default:
     `exp.finetune_method`); with LoRA only adapters and the head train (`lora_finetuning.with_adapters`).
     """
-    if (done := _finished(folder)) is not None:
+    if init_parts is not None and init_from is None:
+        raise UserInputError(f"init_parts={init_parts!r} needs init_from (the SPT checkpoint to take them from).")
+    method = method or exp.finetune_method
+    args = finetune_arguments(task, exp, training, folder, config.num_labels, epochs)
+    definition = finetune_definition(task, config, arm, args, init_from, init_parts, freeze_parts,
+                                     settings=finetune_settings(exp, method))
+    if (done := _claim(folder, definition)) is not None:
         return done
     set_seed(training.seed)
+    loaded = None  # hybrid init: the keys taken from init_from, by part and layer
     if init_parts is None:
         model = classification_model(config, init_from)
     else:
-        if init_from is None:
-            raise ValueError(f"init_parts={init_parts!r} needs init_from (the SPT checkpoint to take them from).")
         model = classification_model(config)
-        load_partial_weights(model, init_from, init_parts)
+        loaded = load_partial_weights(model, init_from, init_parts).loaded_by_part(init_parts)
     if freeze_parts is not None:
         freeze_model_parts(model, freeze_parts)
-    method = method or exp.finetune_method
     if method == "lora":
         model = with_adapters(model, exp, folder)
-    args = finetune_arguments(task, exp, training, folder, config.num_labels, epochs)
     trainer = FinetuneTrainer(
         model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
     )
@@ -211,13 +233,14 @@ def finetune(
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
     result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
               "freeze_parts": freeze_parts, "finetune_method": method, **parameter_counts(model),
-              "seconds": clock.seconds(), "steps": trainer.state.global_step, "epochs": trainer.state.epoch}
+              "seconds": clock.seconds(), "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
+              **({"loaded": loaded} if loaded else {})}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
-    card = phase_card_data(task, config, exp, arm, args, init_from, pretrain_epochs=(source_phase or {}).get("epochs"),
+    card = phase_card_data(task, model.config, exp, arm, args, init_from, pretrain_epochs=(source_phase or {}).get("epochs"),
                            extra_training={"class_weighting": exp.class_weighting}, init_parts=init_parts,
                            freeze_parts=freeze_parts, pretraining_data=(source_phase or {}).get("pretraining_data"),
-                           adapter=adapter_provenance(model, folder) if method == "lora" else None)
+                           loaded=loaded, adapter=adapter_provenance(model, folder) if method == "lora" else None)
     return _finish(trainer, folder, result, card)
 
 
@@ -255,11 +278,55 @@ def clear_phase_folders(output_dir: Path, mode: str) -> None:
     PartialState().wait_for_everyone()
 
 
+def finetune_settings(exp: ExperimentArguments, method: str) -> dict[str, Any]:
+    """What defines a fine-tuning arm besides its Trainer arguments: the method (with LoRA's settings) and
+    early stopping."""
+    settings: dict[str, Any] = {"finetune_method": method, "early_stopping_patience": exp.early_stopping_patience}
+    if method == "lora":
+        settings["lora"] = {"r": exp.lora_r, "alpha": exp.lora_alpha, "dropout": exp.lora_dropout,
+                            "target_modules": exp.lora_target_modules}
+    return settings
+
+
+def check_phases(
+    task: Task, source: Task, config: SptConfig | BackboneClassifierConfig, spt_config: SptConfig | BackboneClassifierConfig,
+    exp: ExperimentArguments, training: SharedTrainingArguments, start_weights: str | None, spt_init: str | Path,
+    scratch_config: SptConfig | BackboneClassifierConfig | None = None,
+) -> None:
+    """Build every phase's arguments (transformers validates them) and definition, and check that each phase
+    folder holds that phase or nothing: a re-run defined otherwise stops here, before any phase trains."""
+    output_dir = Path(training.output_dir)
+    phases, pretrained = [], None
+    if exp.mode in ("compare", "spt"):
+        args = pretrain_arguments(source, exp, training, output_dir / "pretrain")
+        pretrained = pretrain_definition(source, config, exp.pretrain_objective, args, start_weights)
+        phases.append(("pretrain", pretrained))
+    if exp.mode in ("compare", "finetune"):
+        args = finetune_arguments(task, exp, training, output_dir / "spt", config.num_labels)
+        phases.append(("spt", finetune_definition(task, spt_config, "spt", args, spt_init, exp.init_parts,
+                                                  exp.freeze_parts, source_definition=pretrained,
+                                                  settings=finetune_settings(exp, exp.finetune_method))))
+    if exp.mode in ("compare", "scratch"):
+        args = finetune_arguments(task, exp, training, output_dir / "scratch", config.num_labels)
+        phases.append(("scratch", finetune_definition(task, config, "scratch", args, start_weights, None,
+                                                      exp.freeze_parts,
+                                                      settings=finetune_settings(exp, exp.finetune_method))))
+    for name, method, pretrained_arm in COMPARISON_ARMS if exp.mode == "lora_comparison" else ():
+        args = finetune_arguments(task, exp, training, output_dir / name, config.num_labels)
+        arm_config = config if pretrained_arm else scratch_config
+        phases.append((name, finetune_definition(task, arm_config, name, args, start_weights if pretrained_arm else None,
+                                                 None, exp.freeze_parts, settings=finetune_settings(exp, method))))
+    for name, definition in phases:
+        check_phase_folder(output_dir / name, definition)
+    PartialState().wait_for_everyone()  # no rank writes into a folder another rank is judging
+
+
 @locks_output_dir(lambda data_args, model_args, exp, training: training.output_dir)
 def run_experiment(
     data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, training: SharedTrainingArguments
 ) -> dict[str, Any]:
     """Run the phases `exp.mode` asks for and return (and write, on the main process) the results."""
+    check_value_ranges(data_args, model_args, exp, training)
     output_dir = Path(training.output_dir)
     if training.push_to_hub:
         check_hub_ready(training.hub_model_id)  # fail now, not after training
@@ -270,21 +337,23 @@ def run_experiment(
     if exp.mode == "lora_comparison" and start_weights is None:
         raise UserInputError("--mode lora_comparison compares a pretrained model with its architecture trained from "
                              "scratch: give the pretrained weights with --model_name_or_path (without --from_scratch).")
-    # every phase's arguments are checked by transformers now, before any training
-    if exp.mode in ("compare", "spt"):
-        pretrain_arguments(task, exp, training, output_dir / "pretrain")
-    if exp.mode != "spt":
-        finetune_arguments(task, exp, training, output_dir / "spt", config.num_labels)
+    spt_init = exp.init_from or output_dir / "pretrain"
+    # --mode finetune loads spt_init whole: its architecture is the model's (contradicting flags are errors)
+    loads_whole = exp.mode == "finetune" and exp.init_parts is None
+    spt_config = fit_to_checkpoint(config, spt_init, model_args, task) if loads_whole else config
+    pretrains = exp.mode in ("compare", "spt")
+    source = prepare_pretrain_task(data_args, task, training.seed) if pretrains and data_args.pretrain_task else task
+    # Balestriero & Huang's comparison: the architecture from scratch vs its pretrained weights
+    scratch_config = build_config(task, replace(model_args, from_scratch=True)) if exp.mode == "lora_comparison" else None
     if training.overwrite_output_dir:
         clear_phase_folders(output_dir, exp.mode)
+    check_phases(task, source, config, spt_config, exp, training, start_weights, spt_init, scratch_config)
     arms: list[dict[str, Any]] = []
     pretrain_result = None
-    if exp.mode in ("compare", "spt"):
-        source = prepare_pretrain_task(data_args, task, training.seed) if data_args.pretrain_task else task
+    if pretrains:
         pretrain_result = pretrain(source, config, exp, training, output_dir / "pretrain", init_from=start_weights)
     if exp.mode in ("compare", "finetune"):
-        init_from = exp.init_from or output_dir / "pretrain"
-        arm = finetune(task, config, exp, training, output_dir / "spt", "spt", init_from=init_from,
+        arm = finetune(task, spt_config, exp, training, output_dir / "spt", "spt", init_from=spt_init,
                        init_parts=exp.init_parts, freeze_parts=exp.freeze_parts)
         if pretrain_result is not None:
             arm = {**arm, "pretrain_seconds": pretrain_result["seconds"],
@@ -293,21 +362,21 @@ def run_experiment(
     if exp.mode in ("compare", "scratch"):
         arms.insert(0, finetune(task, config, exp, training, output_dir / "scratch", "scratch", init_from=start_weights,
                                 freeze_parts=exp.freeze_parts))
-    if exp.mode == "lora_comparison":  # Balestriero & Huang: the architecture from scratch vs its pretrained weights
-        scratch_config = build_config(task, replace(model_args, from_scratch=True))
+    if exp.mode == "lora_comparison":
         arms = [finetune(task, config if pretrained else scratch_config, exp, training, output_dir / name, name,
                          init_from=start_weights if pretrained else None, freeze_parts=exp.freeze_parts, method=method)
                 for name, method, pretrained in COMPARISON_ARMS]
     state = PartialState()
-    extra = {"mode": exp.mode, "seed": training.seed, "world_size": state.num_processes,
-             "model": config.to_diff_dict() | {"model_type": config.model_type},
+    state.wait_for_everyone()
+    # the model as trained (its saved config), never as the flags asked for it
+    trained = read_json(output_dir / PHASE_FOLDERS[exp.mode][-1] / "config.json")
+    extra = {"mode": exp.mode, "seed": training.seed, "world_size": state.num_processes, "model": trained,
              "experiment": asdict(exp), "training": training.given(), "data": asdict(data_args)}
     if pretrain_result is not None:
         extra["pretrain"] = pretrain_result
     if state.is_main_process:
         write_results(output_dir, task.name, arms, extra)
     return {"task": task.name, "arms": arms, **extra}
-
 
 __all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "pretrain", "finetune", "run_experiment",
            "results_table", "write_results"]

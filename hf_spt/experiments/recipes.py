@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import UserInputError
 from ..tasks import task_preset
 
 BALESTRIERO_HUANG: dict[str, Any] = {
@@ -70,12 +71,12 @@ def recipe_settings(name: str, task: str) -> dict[str, Any]:
     if name == "amos_lra":
         key = lra_task_key(task)
         if key not in AMOS_LRA_TASKS:
-            raise ValueError(
+            raise UserInputError(
                 f"--recipe amos_lra has settings for the LRA tasks {', '.join(AMOS_LRA_TASKS)}, not for task {task!r}: "
                 "use the task's own preset (no --recipe) or --recipe balestriero_huang."
             )
         return amos_lra_settings(key)
-    raise ValueError(f"Unknown --recipe {name!r}; choose one of {', '.join(RECIPES)}.")
+    raise UserInputError(f"Unknown --recipe {name!r}; choose one of {', '.join(RECIPES)}.")
 
 
 __all__ = ["RECIPES", "BALESTRIERO_HUANG", "AMOS_LRA_TASKS", "recipe_settings", "amos_lra_settings", "lra_task_key"]

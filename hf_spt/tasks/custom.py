@@ -7,7 +7,8 @@ pairs, which become a two-tower task) tokenized at byte level, or an `input_ids`
 token ids used as is (ids 0-3 are [PAD], [MASK], [CLS], [UNK]; every id an integer below
 `vocab_size`, by default below the largest id + 1, at most 65536); `label_column` holds integer
 class ids or strings, which map to ids in sorted order (or the order of `label_names`) and land
-in the model config's id2label.
+in the model config's id2label. The task is classification only: the training labels must hold
+two classes at least, and float labels (regression targets) are an error, never a silent regression.
 """
 
 from __future__ import annotations
@@ -69,6 +70,15 @@ def label_mapping(train: Dataset, label_column: str, label_names: list[str] | No
         return None
     raise DataFormatError(f"Label column {label_column!r} must hold class names (strings) or class ids (integers); "
                           f"found {sorted(map(repr, values))[:5]}.")
+
+
+def check_classes(train: Dataset, label_column: str, where: str) -> None:
+    """Classification needs two classes in train at least: with one, transformers would take the single
+    output for regression, train through the whole budget, and report no accuracy."""
+    classes = sorted(train.unique(label_column), key=str)
+    if len(classes) < 2:
+        raise DataFormatError(f"{where}: column {label_column!r} holds a single class {classes} in the training "
+                              "data; classification needs examples of two classes at least.")
 
 
 def encode_labels(data: Dataset, split: str, label_column: str, names: list[str] | None, num_labels: int) -> Dataset:
@@ -181,6 +191,7 @@ def load_custom(
         else:
             check_text_cells(split_data, where, [c for c in (text_column, text_pair_column) if c])
     names = label_mapping(data["train"], label_column, label_names)
+    check_classes(data["train"], label_column, files["train"] if train_file else f"{data_dir} (train split)")
     num_labels = len(names) if names is not None else max(data["train"].unique(label_column)) + 1
     splits = {split: encode_labels(split_data, split, label_column, names, num_labels) for split, split_data in data.items()}
     train = splits["train"]
@@ -204,10 +215,11 @@ def load_custom(
         dataset[split] = split_data.select_columns(keep)
     longest = max(len(ids) for data in dataset.values() for column in ("input_ids", "pair_input_ids")
                   if column in data.column_names for ids in data[column])
-    tokenizer.model_max_length = max_length or longest
-    preset = replace(PRESET, max_length=max_length or longest, num_labels=num_labels)
+    max_length = longest if max_length is None else max_length
+    tokenizer.model_max_length = max_length
+    preset = replace(PRESET, max_length=max_length, num_labels=num_labels)
     return Task("custom", dataset, tokenizer, preset, label_names=names, is_pair=bool(text_pair_column))
 
 
-__all__ = ["BUILDERS", "MAX_INFERRED_VOCAB", "read_files", "label_mapping", "encode_labels", "check_token_ids",
+__all__ = ["BUILDERS", "MAX_INFERRED_VOCAB", "read_files", "label_mapping", "check_classes", "encode_labels", "check_token_ids",
            "check_text_cells", "load_custom"]
