@@ -81,3 +81,17 @@ def test_a_definition_killed_mid_write_leaves_a_folder_that_can_be_judged(tmp_pa
     check_phase_folder(folder, _definition(tmp_path))  # before: refused as an unrecorded run
     record_definition(folder, _definition(tmp_path))
     check_phase_folder(folder, _definition(tmp_path))
+
+
+def test_fine_tuning_method_lora_and_early_stopping_are_part_of_the_definition():
+    from hf_spt.experiments.arguments import ExperimentArguments
+    from hf_spt.experiments.pipeline import finetune_settings
+
+    full = finetune_settings(ExperimentArguments(), "full")
+    lora = finetune_settings(ExperimentArguments(finetune_method="lora", lora_r=4), "lora")
+    patient = finetune_settings(ExperimentArguments(early_stopping_patience=3), "full")
+    assert "finetune_method: 'full' -> 'lora'" in differences(full, lora)
+    assert any(line.startswith("lora:") or line.startswith("lora.") for line in differences(full, lora))
+    assert differences(full, patient) == ["early_stopping_patience: None -> 3"]
+    assert differences(lora, finetune_settings(ExperimentArguments(finetune_method="lora", lora_r=8), "lora")) == [
+        "lora.r: 4 -> 8"]
