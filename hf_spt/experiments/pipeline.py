@@ -155,6 +155,7 @@ def pretrain(
                            extra_training={"token_weighting": exp.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
                                      "epochs": trainer.state.epoch, "seconds": clock.seconds(),
+                                     "train_sampling_strategy": args.train_sampling_strategy,
                                      "pretraining_data": card.pretraining_data}, card)
 
 
@@ -198,7 +199,8 @@ def finetune(
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
     result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
-              "freeze_parts": freeze_parts, "seconds": clock.seconds()}
+              "freeze_parts": freeze_parts, "seconds": clock.seconds(),
+              "train_sampling_strategy": args.train_sampling_strategy}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
     card = phase_card_data(task, config, exp, arm, args, init_from, pretrain_epochs=(source_phase or {}).get("epochs"),
