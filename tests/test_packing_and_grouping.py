@@ -23,7 +23,7 @@ from hf_spt.experiments.phase_arguments import finetune_arguments, pretrain_argu
 from hf_spt.models.heads import pool
 from hf_spt.models.packing import pool_packed
 from hf_spt.models.tokenization_spt import build_word_tokenizer
-from hf_spt.tasks import Task, TaskPreset
+from hf_spt.tasks import Task, TaskPreset, load_task
 from hf_spt.training.arguments import FinetuneArguments
 from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
 from hf_spt.training.finetune_trainer import FinetuneTrainer
@@ -158,3 +158,11 @@ def test_trainer_groups_training_batches_and_evaluates_in_order(tmp_path):
     sampler = trainer._get_train_sampler()
     assert isinstance(sampler, LengthGroupedSampler) and sampler.lengths == [8, 9, 6, 12, 7, 5]
     assert isinstance(trainer._get_eval_sampler(data), SequentialSampler)
+
+
+def test_generated_listops_groups_by_length_and_the_default_markov_task_does_not(tmp_path):
+    listops = load_task("listops", num_train=24, num_validation=4, num_test=4, min_length=50, max_length=400,
+                        num_proc=1, cache_dir=str(tmp_path))
+    assert default_sampling_strategy(listops.dataset["train"]) == "group_by_length"
+    markov = load_task("markov", num_train=64)
+    assert default_sampling_strategy(markov.dataset["train"]) == "random"  # fixed length: its numbers stay
