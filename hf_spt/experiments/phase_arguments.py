@@ -5,8 +5,8 @@ per phase, the budget (epochs, learning rate, batch size, max steps) is the per-
 the generic flag, else our default (`ExperimentArguments.phase_setting`). Each phase writes to its
 own folder and, with `--push_to_hub`, to its own Hub repo. The training sampler is the flag when
 given, else the phase's data decide (`default_sampling_strategy`: length-grouped batches when
-lengths vary). Data loaders pin memory only when an
-accelerator can use it: on a CPU-only machine PyTorch would warn at every evaluation.
+lengths vary). Data loaders pin memory only when an accelerator can use it: on a CPU-only
+machine PyTorch would warn at every evaluation.
 """
 
 from __future__ import annotations
