@@ -2,9 +2,10 @@
 
 Fixed-length benchmarks hide what padding costs. Here both models train on the same rows, whose
 lengths follow a real distribution, for one epoch of each phase:
-- hf_spt: `SptForMaskedLM` / `SptForSequenceClassification`, batches grouped by length
-  (transformers' `LengthGroupedSampler`, what `train_sampling_strategy="group_by_length"` uses)
-  and padded to their longest row;
+- hf_spt: `SptForMaskedLM` / `SptForSequenceClassification` with what the tasks do by default:
+  batches grouped by length when the lengths vary (`default_sampling_strategy`, true for both
+  distributions here; transformers' `LengthGroupedSampler` over `grouping_lengths`, as the
+  Trainers' `train_sampling_strategy="group_by_length"`) and padded to their longest row;
 - BERT: `BertForMaskedLM` / `BertForSequenceClassification` of the same size with transformers'
   default data path: random batches (`RandomSampler`) padded to their longest row
   (`DataCollatorForLanguageModeling` / `DataCollatorWithPadding`).
@@ -37,6 +38,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from benchmarking import BenchPreset, build_model, format_table, peak_step_bytes, time_alternating, write_json
 from hf_spt import DataCollatorForClassification, DataCollatorForSpt, build_word_tokenizer
+from hf_spt.training.length_grouping import default_sampling_strategy, grouping_lengths
 from hf_spt.tasks.listops_generator import generate_listops_example
 
 DISTRIBUTIONS = ("listops", "imdb")
@@ -65,16 +67,17 @@ def make_rows(lengths: list[int], vocab_size: int, seed: int) -> Dataset:
     })
 
 
-def batches(rows: Dataset, phase: str, grouped: bool, batch_size: int, tokenizer, mlm_probability: float, seed: int):
-    """One epoch of padded batches, by hf_spt's path (grouped, hf_spt collators) or BERT's (random, transformers')."""
+def batches(rows: Dataset, phase: str, hf_spt: bool, batch_size: int, tokenizer, mlm_probability: float, seed: int):
+    """One epoch of padded batches, by hf_spt's default path (the tasks' sampler rule, hf_spt collators) or BERT's
+    (random, transformers' collators)."""
     generator = torch.Generator().manual_seed(seed)
-    lengths = [len(ids) for ids in rows["input_ids"]]
-    if grouped:
-        sampler = LengthGroupedSampler(batch_size, lengths=lengths, generator=generator)
+    sampler = RandomSampler(rows, generator=generator)
+    if hf_spt:
+        if default_sampling_strategy(rows) == "group_by_length":
+            sampler = LengthGroupedSampler(batch_size, lengths=grouping_lengths(rows), generator=generator)
         collator = (DataCollatorForSpt(tokenizer, mlm_probability=mlm_probability) if phase == "mlm"
                     else DataCollatorForClassification(tokenizer))
     else:
-        sampler = RandomSampler(rows, generator=generator)
         collator = (DataCollatorForLanguageModeling(tokenizer, mlm_probability=mlm_probability) if phase == "mlm"
                     else DataCollatorWithPadding(tokenizer))
     columns = ["input_ids"] if phase == "mlm" else ["input_ids", "labels"]

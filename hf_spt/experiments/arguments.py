@@ -331,6 +331,13 @@ class SharedTrainingArguments(TrainingArguments):
     greater_is_better: bool | None = _setting(None, "Default: each phase's own.")
     save_total_limit: int | None = _setting(None, "Checkpoints kept per phase (default: each phase's own, 2).")
     prediction_loss_only: bool | None = _setting(None, "Default: each phase's own (true when pretraining).")
+    train_sampling_strategy: str | None = field(default=None, metadata={
+        "help": "random, sequential, group_by_length or batch_rebalance. Default: per phase, group_by_length when "
+        "its training lengths vary (std/mean > 0.1: ListOps, Text, Retrieval, custom data), else random.",
+        "choices": ["random", "sequential", "group_by_length", "batch_rebalance"]})
+    padding_free: bool = _setting(
+        False, "Both phases: pack each batch's rows without padding (flash attention's varlen kernel); needs "
+        "--attn_implementation flash_attention_2 on a GPU and an SPT model, else a clear error.")
 
     def __post_init__(self):
         """No transformers validation here (the phases' arguments run it), only one repair: `HfArgumentParser`

@@ -3,8 +3,10 @@
 The shared `TrainingArguments` flags (`SharedTrainingArguments`) reach both phases unchanged;
 per phase, the budget (epochs, learning rate, batch size, max steps) is the per-phase flag, else
 the generic flag, else our default (`ExperimentArguments.phase_setting`). Each phase writes to its
-own folder and, with `--push_to_hub`, to its own Hub repo. Data loaders pin memory only when an
-accelerator can use it: on a CPU-only machine PyTorch would warn at every evaluation.
+own folder and, with `--push_to_hub`, to its own Hub repo. The training sampler is the flag when
+given, else the phase's data decide (`default_sampling_strategy`: length-grouped batches when
+lengths vary). Data loaders pin memory only when an accelerator can use it: on a CPU-only
+machine PyTorch would warn at every evaluation.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import torch
 
 from ..tasks import Task
 from ..training.arguments import FinetuneArguments, PretrainArguments
+from ..training.length_grouping import default_sampling_strategy
 from ..training.losses import class_weights_from_spec
+from ..training.pretrain_trainer import inputs_only
 from .arguments import ExperimentArguments, SharedTrainingArguments
 
 
@@ -27,12 +31,13 @@ def accelerator_available(training: SharedTrainingArguments) -> bool:
 
 def trainer_kwargs(
     exp: ExperimentArguments, training: SharedTrainingArguments, phase: str, folder: Path, preset_batch: int,
-    epochs: float | None = None,
+    epochs: float | None = None, sampling: str = "random",
 ) -> dict[str, Any]:
     """`TrainingArguments` keyword arguments of `phase` ("pretrain"/"finetune") writing to `folder`.
 
     `preset_batch`: the task preset's batch size, used when no flag sets one; `epochs` overrides
-    the phase's epochs (the compute-matched scratch arm of the ablation grid).
+    the phase's epochs (the compute-matched scratch arm of the ablation grid); `sampling`: the
+    training sampler when `--train_sampling_strategy` is not given.
     """
     batch = exp.phase_setting(training, phase, "batch_size")
     batch = preset_batch if batch is None else batch
@@ -46,6 +51,7 @@ def trainer_kwargs(
         "per_device_train_batch_size": batch,
         "per_device_eval_batch_size": eval_batch,
         "max_steps": exp.phase_setting(training, phase, "max_steps"),
+        "train_sampling_strategy": training.train_sampling_strategy or sampling,
         # with --push_to_hub: the phase's final model only (hub_strategy "end"), to HUB_MODEL_ID-<phase folder>
         "hub_model_id": f"{training.hub_model_id}-{folder.name}" if training.push_to_hub else None,
         "hub_strategy": training.hub_strategy or "end",
@@ -67,7 +73,8 @@ def pretrain_arguments(
         mask_replace_prob=exp.mask_replace_prob,
         random_replace_prob=exp.random_replace_prob,
         token_weighting=exp.token_weighting,
-        **trainer_kwargs(exp, training, "pretrain", folder, task.preset.batch_size),
+        **trainer_kwargs(exp, training, "pretrain", folder, task.preset.batch_size,
+                         sampling=default_sampling_strategy(inputs_only(task.dataset["train"]))),
     )
 
 
@@ -78,7 +85,8 @@ def finetune_arguments(
     """A fine-tuning arm's arguments: the shared flags, its budget, and class weights counted on the training labels."""
     return FinetuneArguments(
         class_weights=class_weights_from_spec(exp.class_weighting, task.dataset["train"]["labels"], num_labels),
-        **trainer_kwargs(exp, training, "finetune", folder, task.preset.batch_size, epochs),
+        **trainer_kwargs(exp, training, "finetune", folder, task.preset.batch_size, epochs,
+                         sampling=default_sampling_strategy(task.dataset["train"])),
     )
 
 

@@ -178,7 +178,7 @@ def pretrain(
                            extra_training={"token_weighting": exp.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
                                      "epochs": trainer.state.epoch, "steps": trainer.state.global_step,
-                                     "seconds": clock.seconds(),
+                                     "seconds": clock.seconds(), "train_sampling_strategy": args.train_sampling_strategy,
                                      "pretraining_data": card.pretraining_data}, card)
 
 
@@ -234,7 +234,7 @@ def finetune(
     result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
               "freeze_parts": freeze_parts, "finetune_method": method, **parameter_counts(model),
               "seconds": clock.seconds(), "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
-              **({"loaded": loaded} if loaded else {})}
+              "train_sampling_strategy": args.train_sampling_strategy, **({"loaded": loaded} if loaded else {})}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
     card = phase_card_data(task, model.config, exp, arm, args, init_from, pretrain_epochs=(source_phase or {}).get("epochs"),

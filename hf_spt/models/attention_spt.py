@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 from transformers import PreTrainedConfig
-from transformers.masking_utils import create_bidirectional_mask
+from transformers.masking_utils import create_bidirectional_mask, packed_sequence_mask_function
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .positions import alibi_bias, apply_rotary
@@ -48,15 +48,20 @@ def eager_attention_forward(
 
 
 def attention_bias(
-    config: PreTrainedConfig, attention_mask: torch.Tensor | None, embeds: torch.Tensor, alibi: torch.Tensor | None
+    config: PreTrainedConfig, attention_mask: torch.Tensor | None, embeds: torch.Tensor, alibi: torch.Tensor | None,
+    sequence_ids: torch.Tensor | None = None,
 ) -> torch.Tensor | None:
     """The mask the configured attention back-end expects, plus ALiBi's distance bias when `alibi` slopes are given.
 
     Padding: transformers' bidirectional mask (None when nothing is padded, outside tracing;
     boolean (B, 1, T, T) for SDPA, additive float for eager, the 2D mask for flash attention).
+    A packed row (`sequence_ids`, see `packing`): block-diagonal for SDPA and eager, None for
+    flash attention (its varlen kernel reads the sequence lengths instead).
     ALiBi (`alibi`: per-head slopes) turns it into an additive float bias (B or 1, H, T, T).
     """
-    mask = create_bidirectional_mask(config=config, inputs_embeds=embeds, attention_mask=attention_mask)
+    packed = None if sequence_ids is None else packed_sequence_mask_function(sequence_ids)
+    mask = create_bidirectional_mask(config=config, inputs_embeds=embeds, attention_mask=attention_mask,
+                                     and_mask_function=packed)
     if alibi is None:
         return mask
     if config._attn_implementation.startswith("flash"):

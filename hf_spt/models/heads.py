@@ -17,6 +17,7 @@ from transformers import PreTrainedConfig
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 from .configuration_spt import check_pooling
+from .packing import packed_sequence_ids, pool_packed
 
 
 def pooled_size(hidden_size: int, pooling: str) -> int:
@@ -94,13 +95,17 @@ class PooledClassifierMixin:
     `self.dropout` + `self.classifier`.
 
     `**kwargs` takes the Trainer's `num_items_in_batch`, which the loss divides by
-    (`classification_loss`), so gradient accumulation gives the full batch's step.
+    (`classification_loss`), so gradient accumulation gives the full batch's step. A packed batch
+    (`position_ids` restarting per sequence, no mask; `packing`) is pooled per sequence: B rows
+    packed give the same B logits as padded.
     """
 
     classifier: nn.Linear
     dropout: nn.Dropout
 
-    def _encode(self, input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states):
+    def _encode(self, input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states, position_ids):
+        """The encoder's outputs and one pooled vector per sequence: (B, D) padded, (S, D) for a packed row."""
+        positions = {} if position_ids is None else {"position_ids": position_ids}
         outputs = self.base_model(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -108,7 +113,11 @@ class PooledClassifierMixin:
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            **positions,
         )
+        sequence_ids = packed_sequence_ids(position_ids, attention_mask)
+        if sequence_ids is not None:
+            return outputs, pool_packed(outputs.last_hidden_state, sequence_ids, self.config.pooling)
         return outputs, pool(outputs.last_hidden_state, attention_mask, self.config.pooling)
 
     def forward(
@@ -122,14 +131,17 @@ class PooledClassifierMixin:
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        position_ids: torch.Tensor | None = None,
+        pair_position_ids: torch.Tensor | None = None,
         **kwargs,
     ) -> SequenceClassifierOutput | tuple:
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        outputs, pooled = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states)
+        outputs, pooled = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states,
+                                       position_ids)
         if self.config.two_tower:
             if pair_input_ids is None:
                 raise ValueError("This model is two-tower (config.two_tower=True): pass pair_input_ids too.")
-            _, pair_pooled = self._encode(pair_input_ids, pair_attention_mask, None, False, False)
+            _, pair_pooled = self._encode(pair_input_ids, pair_attention_mask, None, False, False, pair_position_ids)
             pooled = torch.cat((pooled, pair_pooled, pooled * pair_pooled, pooled - pair_pooled), dim=-1)
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         loss = None

@@ -19,6 +19,7 @@ from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
 from .attention_spt import SptAttention, attention_bias, eager_attention_forward
 from .configuration_spt import SptConfig
 from .heads import PooledClassifierMixin, classifier_features
+from .packing import packed_flash_kwargs, packed_sequence_ids, runs_varlen_attention
 from .positions import alibi_slopes, rotary_cos_sin, rotary_inverse_frequencies, sinusoidal_table
 
 
@@ -85,8 +86,10 @@ class SptLayer(GradientCheckpointingLayer):
         attention_mask: torch.Tensor | None = None,
         rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
         output_attentions: bool = False,
+        **attention_kwargs,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        attended, probs = self.attention(self.attention_norm(hidden_states), attention_mask, rotary, output_attentions)
+        attended, probs = self.attention(self.attention_norm(hidden_states), attention_mask, rotary, output_attentions,
+                                         **attention_kwargs)
         hidden_states = hidden_states + self.dropout(attended)
         hidden_states = hidden_states + self.dropout(self.mlp(self.mlp_norm(hidden_states)))
         return hidden_states, probs
@@ -129,7 +132,12 @@ class SptPreTrainedModel(PreTrainedModel):
 
 
 class SptModel(SptPreTrainedModel):
-    """The bare encoder: embeddings, `num_hidden_layers` pre-LN layers and a final LayerNorm."""
+    """The bare encoder: embeddings, `num_hidden_layers` pre-LN layers and a final LayerNorm.
+
+    Takes padded batches (`attention_mask`) or packed ones: one row of sequences end to end, no
+    mask, `position_ids` restarting at 0 per sequence (transformers' `DataCollatorWithFlattening`
+    layout; `packing`), which flash attention runs without padding.
+    """
 
     def __init__(self, config: SptConfig):
         super().__init__(config)
@@ -172,16 +180,20 @@ class SptModel(SptPreTrainedModel):
         if inputs_embeds is None:
             inputs_embeds = self.embeddings.word_embeddings(input_ids)  # (B, T, D)
         batch, length = inputs_embeds.shape[:2]
-        if length > self.config.max_position_embeddings:
+        sequence_ids = packed_sequence_ids(position_ids, attention_mask)  # a packed row: sequences end to end
+        longest = int(position_ids.max()) + 1 if sequence_ids is not None else length
+        if longest > self.config.max_position_embeddings:
             raise ValueError(
-                f"Sequence length {length} exceeds max_position_embeddings={self.config.max_position_embeddings}. "
+                f"Sequence length {longest} exceeds max_position_embeddings={self.config.max_position_embeddings}. "
                 "Truncate the inputs (tokenizer truncation=True, max_length=..., or --truncation in run_spt.py) "
                 "or build the model with a larger max_position_embeddings."
             )
         if position_ids is None:
             position_ids = torch.arange(length, device=inputs_embeds.device).expand(batch, length)
         hidden_states = self.embeddings(inputs_embeds, position_ids)
-        bias = attention_bias(self.config, attention_mask, hidden_states, self.alibi_slopes)
+        bias = attention_bias(self.config, attention_mask, hidden_states, self.alibi_slopes, sequence_ids)
+        flash = sequence_ids is not None and runs_varlen_attention(self.config)
+        attention_kwargs = packed_flash_kwargs(position_ids) if flash else {}
         rotary = None
         if self.rotary_inv_freq is not None:
             rotary = rotary_cos_sin(position_ids, self.rotary_inv_freq, hidden_states.dtype)
@@ -191,7 +203,7 @@ class SptModel(SptPreTrainedModel):
         for layer in self.layers:
             if output_hidden_states:
                 all_hidden_states.append(hidden_states)
-            hidden_states, probs = layer(hidden_states, bias, rotary, bool(output_attentions))
+            hidden_states, probs = layer(hidden_states, bias, rotary, bool(output_attentions), **attention_kwargs)
             if output_attentions:
                 all_attentions.append(probs)
         hidden_states = self.final_norm(hidden_states)

@@ -52,6 +52,11 @@ class PretrainArguments(TrainingArguments):
         default="none",
         metadata={"help": "none, or inverse_frequency: weight each token id's loss by 1/its count in the training inputs."},
     )
+    padding_free: bool = field(
+        default=False,
+        metadata={"help": "Pack each batch's rows end to end without padding (flash attention's varlen kernel): "
+                  "needs attn_implementation=flash_attention_2 (or another flash kernel), an SPT model and a GPU."},
+    )
 
 
 @dataclass
@@ -75,6 +80,11 @@ class FinetuneArguments(TrainingArguments):
     learning_rate: float = field(default=1e-3, metadata={"help": "AdamW peak learning rate (Amos et al. grid)."})
     class_weights: list[float] | None = field(
         default=None, metadata={"help": "Per-class loss weights for unbalanced single-label data (None: unweighted)."}
+    )
+    padding_free: bool = field(
+        default=False,
+        metadata={"help": "Pack each batch's rows end to end without padding (flash attention's varlen kernel): "
+                  "needs attn_implementation=flash_attention_2 (or another flash kernel), an SPT model and a GPU."},
     )
 
 

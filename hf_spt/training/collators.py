@@ -7,6 +7,11 @@ Rows that already carry `labels` (a validation set masked once by `fixed_masking
 padded, so evaluation reads the same masks every time, across resumes too, while training
 masking stays random. `DataCollatorForClassification` pads `input_ids` (and `pair_input_ids` of
 two-tower tasks) with the tokenizer's `pad`.
+
+With `padding_free=True` both lay a batch's rows end to end in one row instead, as transformers'
+`DataCollatorWithFlattening` does: `input_ids` (1, N), `position_ids` restarting at 0 per row,
+no `attention_mask` (the model's packed path, `hf_spt.models.packing`; for flash attention).
+Masking draws per token, so packing masks each sequence as padding would.
 """
 
 from __future__ import annotations
@@ -35,8 +40,18 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
         all_ids = torch.arange(len(self.tokenizer))
         self._replacement_ids = all_ids[~torch.isin(all_ids, self._special_ids)]
 
+    padding_free: bool = False
+
     def torch_call(self, examples: list[Any]) -> dict[str, Any]:
-        """Mask and pad the rows; rows masked beforehand (with `labels`) are padded only (labels with -100)."""
+        """Mask and pad the rows; rows masked beforehand (with `labels`) are padded only (labels with -100).
+        With `padding_free`, mask and pack them (`flatten`)."""
+        if self.padding_free:
+            batch = flatten(examples)
+            if "labels" in examples[0]:
+                batch["labels"] = torch.cat([torch.as_tensor(row["labels"], dtype=torch.long) for row in examples])[None]
+            else:
+                batch["input_ids"], batch["labels"] = self.torch_mask_tokens(batch["input_ids"])
+            return batch
         if not (examples and isinstance(examples[0], dict) and "labels" in examples[0]):
             return super().torch_call(examples)
         batch = self.tokenizer.pad({"input_ids": [row["input_ids"] for row in examples]}, padding_side="right",
@@ -62,6 +77,13 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
         return inputs, labels
 
 
+def flatten(features: list[dict[str, Any]], prefix: str = "") -> dict[str, torch.Tensor]:
+    """The rows' `{prefix}input_ids` end to end, (1, N), and `{prefix}position_ids` restarting at 0 per row."""
+    rows = [torch.as_tensor(feature[f"{prefix}input_ids"], dtype=torch.long) for feature in features]
+    positions = [torch.arange(len(row)) for row in rows]
+    return {f"{prefix}input_ids": torch.cat(rows)[None], f"{prefix}position_ids": torch.cat(positions)[None]}
+
+
 def fixed_masking(dataset: Dataset, collator: DataCollatorForSpt, seed: int) -> Dataset:
     """`dataset` (an `input_ids` column) masked once as `collator` would, seeded by `seed` and the row
     index: `input_ids` as the model sees them and `labels`. The same call always gives the same masks."""
@@ -84,16 +106,20 @@ class DataCollatorForClassification:
     """Pads `input_ids` (and `pair_input_ids`) on the right with `tokenizer.pad` and stacks `labels`.
 
     Each id column is padded on its own (a pair gets its own length and `pair_attention_mask`);
-    labels are long for class ids, float for regression values and multi-label rows.
+    labels are long for class ids, float for regression values and multi-label rows. With
+    `padding_free`, each id column is packed instead (`flatten`: `position_ids`, `pair_position_ids`).
     """
 
     tokenizer: PreTrainedTokenizerBase
     pad_to_multiple_of: int | None = None
+    padding_free: bool = False
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         batch = {}
         for prefix in ("", "pair_"):
-            if f"{prefix}input_ids" in features[0]:
+            if f"{prefix}input_ids" in features[0] and self.padding_free:
+                batch.update(flatten(features, prefix))
+            elif f"{prefix}input_ids" in features[0]:
                 padded = self.tokenizer.pad(
                     {"input_ids": [feature[f"{prefix}input_ids"] for feature in features]},
                     pad_to_multiple_of=self.pad_to_multiple_of, padding_side="right", return_attention_mask=True,
@@ -107,4 +133,4 @@ class DataCollatorForClassification:
         return batch
 
 
-__all__ = ["DataCollatorForSpt", "DataCollatorForClassification", "fixed_masking"]
+__all__ = ["DataCollatorForSpt", "DataCollatorForClassification", "fixed_masking", "flatten"]

@@ -13,9 +13,11 @@ from transformers import EvalPrediction, PreTrainedModel, PreTrainedTokenizerBas
 from ..errors import UserInputError
 from .collators import DataCollatorForClassification
 from .arguments import FinetuneArguments
+from .length_grouping import LengthGroupedSamplingMixin
 from .losses import label_weight_total, weighted_class_loss
 from .metrics import SHIPPED_METRICS, load_metric
 from .model_card import ModelCardMixin
+from .padding_free import check_padding_free
 
 
 @functools.cache
@@ -41,8 +43,10 @@ def classification_metrics(prediction: EvalPrediction) -> dict[str, float]:
     return {"mse": float(np.mean((logits.reshape(labels.shape) - labels) ** 2))}
 
 
-class FinetuneTrainer(ModelCardMixin, Trainer):
-    """`Trainer` for classification: padding collator and accuracy metrics by default."""
+class FinetuneTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
+    """`Trainer` for classification: padding collator and accuracy metrics by default; length-grouped
+    batches (a pair by its longer document) and evaluation order: `LengthGroupedSamplingMixin`;
+    `args.padding_free`: packed batches (`check_padding_free` says when)."""
 
     def __init__(
         self,
@@ -55,10 +59,14 @@ class FinetuneTrainer(ModelCardMixin, Trainer):
         compute_metrics=classification_metrics,
         **kwargs,
     ):
+        if args.padding_free:
+            check_padding_free(model, args)
+            if data_collator is not None:
+                raise UserInputError("padding_free builds its own packing collator: pass no data_collator.")
         if data_collator is None:
             if processing_class is None:
                 raise ValueError("FinetuneTrainer needs the tokenizer (processing_class) or a data_collator.")
-            data_collator = DataCollatorForClassification(processing_class)
+            data_collator = DataCollatorForClassification(processing_class, padding_free=args.padding_free)
         super().__init__(
             model=model,
             args=args,

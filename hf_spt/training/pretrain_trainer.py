@@ -11,9 +11,11 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
 from ..errors import UserInputError
 from .collators import DataCollatorForSpt, fixed_masking
+from .length_grouping import LengthGroupedSamplingMixin
 from .losses import TOKEN_WEIGHTING, inverse_frequency_token_weights, label_weight_total, weighted_token_loss
 from .arguments import PretrainArguments
 from .model_card import ModelCardMixin
+from .padding_free import check_padding_free
 
 
 @contextlib.contextmanager
@@ -42,14 +44,16 @@ def inputs_only(dataset: Dataset) -> Dataset:
     return inputs
 
 
-class PretrainTrainer(ModelCardMixin, Trainer):
+class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
     """`Trainer` for masked-token self-pretraining.
 
     Drops label columns from the datasets and builds a `DataCollatorForSpt` from the arguments'
     masking options unless a collator is given. With that collator the validation set is masked
     once (`fixed_masking`, seeded by `args.seed`), so every evaluation, resumed runs' included,
     scores the same masked tokens and the best checkpoint is chosen on a fixed target. On CPU it
-    flushes denormals to zero (`args.flush_denormal`; docs/performance.md).
+    flushes denormals to zero (`args.flush_denormal`; docs/performance.md). Length-grouped batches
+    and evaluation order: `LengthGroupedSamplingMixin`; `args.padding_free`: packed batches
+    (`check_padding_free` says when).
     """
 
     def __init__(
@@ -67,12 +71,18 @@ class PretrainTrainer(ModelCardMixin, Trainer):
         with args.main_process_first(desc="dropping labels for SPT"):
             train_dataset = inputs_only(train_dataset)
             eval_dataset = inputs_only(eval_dataset) if eval_dataset is not None else None
+        if args.padding_free:
+            check_padding_free(model, args)
+            if data_collator is not None:
+                raise UserInputError("padding_free builds its own masked-token collator: pass no data_collator "
+                                     "(causal pretraining has no padding-free path).")
         if data_collator is None:
             data_collator = DataCollatorForSpt(
                 processing_class,
                 mlm_probability=args.mlm_probability,
                 mask_replace_prob=args.mask_replace_prob,
                 random_replace_prob=args.random_replace_prob,
+                padding_free=args.padding_free,
             )
         if eval_dataset is not None and isinstance(data_collator, DataCollatorForSpt):
             with args.main_process_first(desc="fixed validation masks"):

@@ -1,0 +1,168 @@
+"""Issue 12: length-grouped batches by default where lengths vary, and padding-free (packed) batches.
+
+Packed rows must give each sequence exactly what padding gives it: per-token MLM losses and
+logits, pooled vectors and classification logits (the attention kernel may differ on GPU; on CPU
+the packed path runs SDPA or eager with a block-diagonal mask, so the math is checked here).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import tiny_config
+from datasets import Dataset, DatasetDict
+from torch.utils.data import SequentialSampler
+from transformers.trainer_pt_utils import LengthGroupedSampler
+
+from hf_spt import SptForMaskedLM, SptForSequenceClassification
+from hf_spt.errors import UserInputError
+from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
+from hf_spt.experiments.phase_arguments import finetune_arguments, pretrain_arguments
+from hf_spt.models.heads import pool
+from hf_spt.models.packing import pool_packed
+from hf_spt.models.tokenization_spt import build_word_tokenizer
+from hf_spt.tasks import Task, TaskPreset, load_task
+from hf_spt.training.arguments import FinetuneArguments
+from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
+from hf_spt.training.finetune_trainer import FinetuneTrainer
+from hf_spt.training.length_grouping import default_sampling_strategy, grouping_lengths, lengths_vary
+
+LENGTHS = [5, 12, 3, 9]
+
+
+def rows(lengths: list[int], seed: int = 0) -> list[list[int]]:
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randint(4, 99, (n,), generator=generator).tolist() for n in lengths]
+
+
+def padded(sequences: list[list[int]]) -> dict[str, torch.Tensor]:
+    longest = max(map(len, sequences))
+    ids = torch.zeros(len(sequences), longest, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, row in enumerate(sequences):
+        ids[i, : len(row)], mask[i, : len(row)] = torch.tensor(row), 1
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def packed(sequences: list[list[int]]) -> dict[str, torch.Tensor]:
+    return {"input_ids": torch.tensor([sum(sequences, [])]),
+            "position_ids": torch.cat([torch.arange(len(row)) for row in sequences])[None]}
+
+
+@pytest.mark.parametrize("position_embedding_type,attn", [("sinusoidal", "sdpa"), ("sinusoidal", "eager"),
+                                                           ("rotary", "sdpa"), ("alibi", "sdpa"), ("learned", "sdpa")])
+def test_packed_mlm_gives_each_token_the_padded_logits_and_loss(position_embedding_type, attn):
+    torch.manual_seed(0)
+    model = SptForMaskedLM(tiny_config(position_embedding_type=position_embedding_type)).eval()
+    model.set_attn_implementation(attn)
+    sequences = rows(LENGTHS)
+    with torch.no_grad():
+        pad_logits = model(**padded(sequences)).logits
+        pack_logits = model(**packed(sequences)).logits[0]
+    expected = torch.cat([pad_logits[i, :n] for i, n in enumerate(LENGTHS)])
+    torch.testing.assert_close(pack_logits, expected, atol=2e-5, rtol=1e-4)
+    # per-sequence losses, with the padding-free collator's labels laid out as padding lays them
+    labels = [[-100 if j % 3 else token for j, token in enumerate(row)] for row in sequences]
+    with torch.no_grad():
+        for i, row in enumerate(sequences):
+            alone = model(input_ids=torch.tensor([row]), labels=torch.tensor([labels[i]])).loss
+            start = sum(LENGTHS[:i])
+            only_row = torch.full((1, sum(LENGTHS)), -100)
+            only_row[0, start : start + len(row)] = torch.tensor(labels[i])
+            torch.testing.assert_close(model(**packed(sequences), labels=only_row).loss, alone, atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "max", "last", "cls", "last_mean"])
+def test_packed_pooling_equals_padded_pooling(pooling):
+    torch.manual_seed(0)
+    hidden = torch.randn(len(LENGTHS), max(LENGTHS), 8)
+    mask = padded(rows(LENGTHS))["attention_mask"]
+    flat = torch.cat([hidden[i, :n] for i, n in enumerate(LENGTHS)])[None]
+    sequence_ids = torch.cat([torch.full((n,), i) for i, n in enumerate(LENGTHS)])[None]
+    torch.testing.assert_close(pool_packed(flat, sequence_ids, pooling), pool(hidden, mask, pooling))
+
+
+@pytest.mark.parametrize("two_tower", [False, True])
+def test_packed_classification_gives_the_padded_logits(two_tower):
+    torch.manual_seed(0)
+    model = SptForSequenceClassification(tiny_config(two_tower=two_tower, pooling="mean")).eval()
+    features = [{"input_ids": row, "pair_input_ids": pair, "labels": i % 3}
+                for i, (row, pair) in enumerate(zip(rows(LENGTHS), rows(LENGTHS[::-1], seed=1)))]
+    if not two_tower:
+        features = [{k: v for k, v in f.items() if k != "pair_input_ids"} for f in features]
+    tokenizer = build_word_tokenizer([f"s{i}" for i in range(95)])
+    padded_batch = DataCollatorForClassification(tokenizer)(features)
+    packed_batch = DataCollatorForClassification(tokenizer, padding_free=True)(features)
+    assert packed_batch["input_ids"].shape == (1, sum(LENGTHS)) and "attention_mask" not in packed_batch
+    with torch.no_grad():
+        expected, got = model(**padded_batch), model(**packed_batch)
+    torch.testing.assert_close(got.logits, expected.logits, atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(got.loss, expected.loss, atol=2e-5, rtol=1e-4)
+
+
+def test_padding_free_spt_collator_masks_real_tokens_and_restarts_positions():
+    tokenizer = build_word_tokenizer([f"s{i}" for i in range(95)])
+    collator = DataCollatorForSpt(tokenizer, mlm_probability=0.5, padding_free=True, seed=0)
+    batch = collator([{"input_ids": row} for row in rows(LENGTHS)])
+    assert set(batch) == {"input_ids", "labels", "position_ids"}
+    assert batch["position_ids"][0].tolist() == sum((list(range(n)) for n in LENGTHS), [])
+    assert 0 < int((batch["labels"] != -100).sum()) < sum(LENGTHS)
+    fixed = collator([{"input_ids": row, "labels": [-100] * len(row)} for row in rows(LENGTHS)])
+    assert fixed["labels"].shape == (1, sum(LENGTHS)) and bool((fixed["labels"] == -100).all())
+
+
+def test_padding_free_is_refused_without_flash_attention_on_gpu(tmp_path):
+    tokenizer = build_word_tokenizer([f"s{i}" for i in range(95)])
+    data = Dataset.from_dict({"input_ids": rows(LENGTHS), "labels": [0, 1, 2, 0]})
+    args = FinetuneArguments(output_dir=str(tmp_path), padding_free=True, use_cpu=True, report_to=[])
+    with pytest.raises(UserInputError, match="flash_attention_2.*CUDA GPU"):
+        FinetuneTrainer(SptForSequenceClassification(tiny_config()), args, data, processing_class=tokenizer)
+
+
+def test_lengths_decide_the_default_and_a_pair_counts_its_longer_document():
+    assert lengths_vary([500, 2000, 1000, 800]) and not lengths_vary([100] * 8) and not lengths_vary([100, 104])
+    pairs = Dataset.from_dict({"input_ids": [[1] * 3, [1] * 9], "pair_input_ids": [[1] * 7, [1] * 2]})
+    assert grouping_lengths(pairs) == [7, 9]
+    assert grouping_lengths(pairs.select([1])) == [9]  # read through the indices mapping
+    assert default_sampling_strategy(Dataset.from_dict({"input_ids": [[1] * 100] * 6})) == "random"
+
+
+def task_of(lengths: list[int]) -> Task:
+    split = Dataset.from_dict({"input_ids": [[5] * n for n in lengths], "labels": [0] * len(lengths)})
+    return Task("varied", DatasetDict(train=split, validation=split, test=split),
+                build_word_tokenizer(["a"]), TaskPreset(max_length=64, num_labels=2))
+
+
+def test_each_phase_groups_by_length_when_its_lengths_vary_and_a_given_flag_wins(tmp_path: Path):
+    exp, folder = ExperimentArguments(), tmp_path / "phase"
+    varied, fixed = task_of([3, 40, 9, 25, 60, 5]), task_of([20] * 6)
+    default = SharedTrainingArguments(output_dir=str(tmp_path))
+    for build in (pretrain_arguments, lambda *a: finetune_arguments(*a, num_labels=2)):
+        assert build(varied, exp, default, folder).train_sampling_strategy == "group_by_length"
+        assert build(fixed, exp, default, folder).train_sampling_strategy == "random"
+    given = SharedTrainingArguments(output_dir=str(tmp_path), train_sampling_strategy="random")
+    assert pretrain_arguments(varied, exp, given, folder).train_sampling_strategy == "random"
+    assert given.given()["train_sampling_strategy"] == "random"  # recorded in results.json
+
+
+def test_trainer_groups_training_batches_and_evaluates_in_order(tmp_path):
+    tokenizer = build_word_tokenizer([f"s{i}" for i in range(95)])
+    data = Dataset.from_dict({"input_ids": rows([3, 9, 4, 12, 7, 5]), "pair_input_ids": rows([8, 2, 6, 1, 1, 1]),
+                              "labels": [0] * 6})
+    args = FinetuneArguments(output_dir=str(tmp_path), per_device_train_batch_size=2, report_to=[], use_cpu=True,
+                             train_sampling_strategy="group_by_length")
+    trainer = FinetuneTrainer(SptForSequenceClassification(tiny_config(two_tower=True)), args, data, data,
+                              processing_class=tokenizer)
+    sampler = trainer._get_train_sampler()
+    assert isinstance(sampler, LengthGroupedSampler) and sampler.lengths == [8, 9, 6, 12, 7, 5]
+    assert isinstance(trainer._get_eval_sampler(data), SequentialSampler)
+
+
+def test_generated_listops_groups_by_length_and_the_default_markov_task_does_not(tmp_path):
+    listops = load_task("listops", num_train=24, num_validation=4, num_test=4, min_length=50, max_length=400,
+                        num_proc=1, cache_dir=str(tmp_path))
+    assert default_sampling_strategy(listops.dataset["train"]) == "group_by_length"
+    markov = load_task("markov", num_train=64)
+    assert default_sampling_strategy(markov.dataset["train"]) == "random"  # fixed length: its numbers stay
