@@ -5,6 +5,8 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
+import builtins  # noqa: E402
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -43,3 +45,16 @@ def random_batch(batch: int = 3, length: int = 12, vocab: int = 99, seed: int = 
         mask[row, length - 2 * row :] = 0
     ids = ids.masked_fill(mask == 0, 0)
     return {"input_ids": ids, "attention_mask": mask}
+
+
+@pytest.fixture
+def without_peft(monkeypatch):
+    """`import peft` fails inside the test, as on a machine without the [peft] extra."""
+    real_import = builtins.__import__
+
+    def no_peft(name, *args, **kwargs):
+        if name == "peft":
+            raise ImportError("No module named 'peft'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_peft)

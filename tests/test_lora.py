@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
-
 import pytest
 import torch
 from conftest import random_batch, tiny_config
@@ -64,15 +62,7 @@ def test_saved_adapter_reloads_with_the_same_logits(tmp_path):
     torch.testing.assert_close(reloaded(**batch).logits, expected, rtol=0, atol=1e-6)
 
 
-def test_missing_peft_names_the_extra(monkeypatch):
-    real_import = builtins.__import__
-
-    def no_peft(name, *args, **kwargs):
-        if name == "peft":
-            raise ImportError("No module named 'peft'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_peft)
+def test_missing_peft_names_the_extra(without_peft):
     with pytest.raises(UserInputError, match=r'\.\[peft\]'):
         require_peft()
 

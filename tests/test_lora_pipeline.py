@@ -3,7 +3,6 @@ command, adapters after SPT, what a LoRA arm saves and how it loads back, and th
 
 from __future__ import annotations
 
-import builtins
 import json
 import sys
 from pathlib import Path
@@ -145,18 +144,10 @@ def test_lora_comparison_needs_pretrained_weights(tmp_path):
         run_experiment(*tiny_arguments(tmp_path, mode="lora_comparison", model_type="bert", from_scratch=True))
 
 
-def test_missing_peft_on_the_command_line_names_the_extra(tmp_path, monkeypatch, capsys):
+def test_missing_peft_on_the_command_line_names_the_extra(tmp_path, without_peft, capsys):
     sys.path.insert(0, str(ROOT / "run_scripts"))
     from run_spt import main
 
-    real_import = builtins.__import__
-
-    def no_peft(name, *args, **kwargs):
-        if name == "peft":
-            raise ImportError("No module named 'peft'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_peft)
     with pytest.raises(SystemExit) as exit_status:
         run_cli(lambda argv: main(*parse_arguments(argv)),
                 ["--finetune_method", "lora", "--output_dir", str(tmp_path), "--use_cpu", "true"])
