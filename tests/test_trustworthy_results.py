@@ -128,6 +128,8 @@ def test_init_parts_loaded_keys_are_recorded_in_phase_json_and_card(tmp_path):
     ({"num_train_epochs": 0.0}, r"--num_train_epochs 0.0: must be a number > 0"),
     ({"finetune_batch_size": 0}, r"--finetune_batch_size 0: must be a whole number >= 1"),
     ({"max_steps": 0}, r"--max_steps 0: must be a whole number >= 1, or -1"),
+    ({"early_stopping_patience": 0}, r"--early_stopping_patience 0: must be a whole number >= 1"),
+    ({"finetune_method": "lora", "lora_r": 0}, r"--lora_r 0: must be a whole number >= 1"),
 ])
 def test_out_of_range_values_are_rejected_before_data_is_built(tmp_path, monkeypatch, setting, message):
     import hf_spt.experiments.pipeline as pipeline

@@ -31,6 +31,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "pretrain_batch_size": POSITIVE_INT, "finetune_batch_size": POSITIVE_INT, "per_device_train_batch_size": POSITIVE_INT,
     "per_device_eval_batch_size": POSITIVE_INT, "pretrain_max_steps": MAX_STEPS, "finetune_max_steps": MAX_STEPS,
     "max_steps": MAX_STEPS, "gradient_accumulation_steps": POSITIVE_INT,
+    "lora_r": POSITIVE_INT, "lora_alpha": POSITIVE, "lora_dropout": DROPOUT, "early_stopping_patience": POSITIVE_INT,
 }
 
 
