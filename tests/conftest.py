@@ -58,3 +58,29 @@ def without_peft(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_peft)
+
+
+class CellRecorder:
+    """Wraps the ablation grid's `run_cell` to kill a run after some cells, then to count a re-run's cells."""
+
+    def __init__(self, monkeypatch):
+        import hf_spt.experiments.ablation as ablation
+
+        self.ablation, self.monkeypatch, self.real = ablation, monkeypatch, ablation.run_cell
+        self.done: list = []
+        self.rerun: list = []
+
+    def kill_after(self, count: int) -> None:
+        """The next run stops (KeyboardInterrupt) once `count` cells have finished, as a killed run would."""
+        def run_cell(grid, cell):
+            if len(self.done) == count:
+                raise KeyboardInterrupt
+            self.done.append(cell)
+            return self.real(grid, cell)
+
+        self.monkeypatch.setattr(self.ablation, "run_cell", run_cell)
+
+    def record_rerun(self) -> None:
+        """The next run records every cell it trains in `rerun`."""
+        self.monkeypatch.setattr(self.ablation, "run_cell",
+                                 lambda grid, cell: self.rerun.append(cell) or self.real(grid, cell))

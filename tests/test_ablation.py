@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import hf_spt.experiments.ablation as ablation
+from conftest import CellRecorder
 from hf_spt.experiments.ablation import PretrainJob, cells, load_grid, parse_grid, pretrain_job, run_grid
 from hf_spt.experiments.ablation_report import gain_recovered, summarize
 
@@ -31,27 +32,20 @@ ARMS = [{"name": "scratch"}, {"name": "spt", "pretrain": True}, {"name": "hybrid
 def test_interrupted_grid_resumes_without_redoing_finished_cells(tmp_path, monkeypatch):
     torch.set_num_threads(1)
     grid = parse_grid(tiny_grid(tmp_path, ARMS))
-    real_run_cell, done = ablation.run_cell, []
-
-    def interrupted_after_three(grid, cell):
-        if len(done) == 3:
-            raise KeyboardInterrupt
-        done.append(cell)
-        return real_run_cell(grid, cell)
-
-    monkeypatch.setattr(ablation, "run_cell", interrupted_after_three)
+    cells_run = CellRecorder(monkeypatch)
+    cells_run.kill_after(3)
     with pytest.raises(KeyboardInterrupt):
         run_grid(grid)
     pretrain_folders = sorted((tmp_path / "pretrain").iterdir())
     assert [p.name for p in pretrain_folders] == ["m_e1_L1_s0", "m_e1_L1_s1"]  # one per seed, shared by 2 arms
     stamps = {p: (p / "phase.json").stat().st_mtime_ns for p in pretrain_folders}
 
-    rerun, pretrained = [], []
-    monkeypatch.setattr(ablation, "run_cell", lambda grid, cell: rerun.append(cell) or real_run_cell(grid, cell))
+    pretrained = []
+    cells_run.record_rerun()
     real_pretrain = ablation.pretrain
     monkeypatch.setattr(ablation, "pretrain", lambda *a, **k: pretrained.append(a) or real_pretrain(*a, **k))
     rows = run_grid(grid)
-    assert set(rerun) == set(cells(grid)) - set(done) and len(rerun) == 5
+    assert set(cells_run.rerun) == set(cells(grid)) - set(cells_run.done) and len(cells_run.rerun) == 5
     assert not pretrained and all((p / "phase.json").stat().st_mtime_ns == t for p, t in stamps.items())
     assert len(rows) == 8
     with open(tmp_path / "results.csv") as handle:

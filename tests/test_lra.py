@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import torch
 
-import hf_spt.experiments.ablation as ablation
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.ablation import parse_grid, spt_step_budget
 from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
@@ -17,6 +16,7 @@ from hf_spt.experiments.lra import LraSuite, lra_grid, run_lra_suite, runnable_t
 from hf_spt.experiments.lra_report import PUBLISHED_SCRATCH, lra_table, markdown
 from hf_spt.experiments.recipes import amos_lra_settings
 from hf_spt.tasks.lra_data import find_lra_data, missing_data_report
+from conftest import CellRecorder
 from task_files import write_aan, write_image_folder, write_imdb, write_listops, write_pathfinder_release
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,21 +80,13 @@ def test_suite_end_to_end_resumes_without_duplicate_rows(lra_root, tmp_path, mon
     suite = LraSuite(output_dir=str(tmp_path / "run"), data_root=str(lra_root), seeds=[0], pretrain_epochs=1,
                      finetune_epochs=1, model=tiny)
     grid = lra_grid(suite)
-    real_run_cell, done = ablation.run_cell, []
-
-    def killed_after_seven(grid, cell):
-        if len(done) == 7:
-            raise KeyboardInterrupt
-        done.append(cell)
-        return real_run_cell(grid, cell)
-
-    monkeypatch.setattr(ablation, "run_cell", killed_after_seven)
+    cells_run = CellRecorder(monkeypatch)
+    cells_run.kill_after(7)
     with pytest.raises(KeyboardInterrupt):
         run_lra_suite(grid)
-    rerun = []
-    monkeypatch.setattr(ablation, "run_cell", lambda grid, cell: rerun.append(cell) or real_run_cell(grid, cell))
+    cells_run.record_rerun()
     rows = run_lra_suite(grid)
-    assert len(rerun) == 8 and not set(rerun) & set(done)
+    assert len(cells_run.rerun) == 8 and not set(cells_run.rerun) & set(cells_run.done)
     assert sorted((r["task"], r["arm"]) for r in rows) == sorted({(r["task"], r["arm"]) for r in rows})
     saved = json.loads((tmp_path / "run" / "lra_results.json").read_text())
     assert len(saved["rows"]) == 15 and set(saved["tasks"]) == set(grid.tasks)
