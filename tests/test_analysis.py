@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from hf_spt import SptConfig, SptForMaskedLM
 from hf_spt.analysis.gradient_probe import gradient_probe, report_score_gradient, row_split, score_gradients
 from hf_spt.analysis.positional_kernel import positional_kernel, relative_share
 from hf_spt.analysis.proximity import ProximityStats, proximity_scores
-from hf_spt.analysis.token_frequency import bucket_losses, frequency_buckets, token_counts
+from hf_spt.analysis.token_frequency import bucket_losses, frequency_buckets, overall_losses, token_counts
 from hf_spt.models.modeling_spt import SptAttention, SptPreTrainedModel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,8 +206,12 @@ def test_frequency_buckets_and_bucket_losses_by_hand():
     loss_sum = torch.tensor([0, 0, 0, 0, 2.0, 4.0, 9.0, 1.0], dtype=torch.float64)
     count = torch.tensor([0, 0, 0, 0, 2.0, 2.0, 1.0, 1.0], dtype=torch.float64)
     rows = bucket_losses(loss_sum, count, buckets, counts)
-    assert rows[0] == {"bucket": 0, "token_types": 2, "train_share": 0.75, "predictions": 4, "mean_loss": 1.5}
-    assert rows[1]["mean_loss"] == pytest.approx(5.0)
+    # unigram loss: -log of the training share (token 4: 4/8, token 5: 2/8), averaged over the masked predictions
+    unigram = (2 * math.log(2) + 2 * math.log(4)) / 4
+    assert rows[0] == {"bucket": 0, "token_types": 2, "train_share": 0.75, "predictions": 4, "mean_loss": 1.5,
+                       "unigram_loss": pytest.approx(unigram)}
+    assert rows[1]["mean_loss"] == pytest.approx(5.0) and rows[1]["unigram_loss"] == pytest.approx(math.log(8))
+    assert overall_losses(rows) == pytest.approx(((1.5 * 4 + 5.0 * 2) / 6, (unigram * 4 + math.log(8) * 2) / 6))
 
 
 # --- callback and run_analysis on a tiny compare run -------------------------------------------
@@ -293,6 +298,23 @@ def test_run_analysis_reads_the_run(tiny_run):
     assert kernel_length == 2 * TINY_TASK["length"] - 1  # the run's sequence length, read from results.json
 
 
+def test_more_frequency_buckets_than_token_types_get_one_bucket_per_type(tiny_run, tmp_path):
+    """A task with fewer token types than --frequency_buckets (Pathfinder has two) is analysed, not refused at the
+    end of the report: one bucket per type, said in the report; the `all` row compares with the unigram loss."""
+    sys.path.insert(0, str(ROOT / "run_scripts"))
+    from run_analysis import main, parse_arguments
+
+    report = main(*parse_arguments(["--run", str(tiny_run), "--model", str(tiny_run / "pretrain"), "--num_examples",
+                                    "4", "--probe_batch_size", "4", "--frequency_buckets", "1000",
+                                    "--output_dir", str(tmp_path)]))
+    rows = report["token_frequency"]["pretrain"]
+    types = sum(row["token_types"] for row in rows)
+    assert len(rows) == types <= 32  # the markov task's 32 symbols, at most
+    text = (tmp_path / "report.md").read_text()
+    assert f"Only {types} token types occur in training: {types} buckets instead of --frequency_buckets 1000" in text
+    assert "| pretrain | all |" in text and "unigram loss" in text
+
+
 def test_run_analysis_flags_contradicting_the_run_are_errors(tiny_run, tmp_path):
     sys.path.insert(0, str(ROOT / "run_scripts"))
     from run_analysis import main, parse_arguments
@@ -329,5 +351,7 @@ def test_run_analysis_reads_an_ablation_grid(tmp_path):
                                     "--probe_batch_size", "4", "--frequency_buckets", "2"]))
     cells = tmp_path / "grid" / "cells" / "m"
     assert report["models"] == {"scratch_seed1": str(cells / "scratch" / "seed1"),
-                                "spt_seed1": str(cells / "spt" / "seed1")}
+                                "spt_seed1": str(cells / "spt" / "seed1"),
+                                "pretrain_m_e1_L1_s1": str(tmp_path / "grid" / "pretrain" / "m_e1_L1_s1")}
+    assert list(report["token_frequency"]) == ["pretrain_m_e1_L1_s1"]  # the SPT checkpoint itself, an MLM
     assert (tmp_path / "grid" / "analysis" / "report.md").is_file()

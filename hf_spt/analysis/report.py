@@ -28,7 +28,7 @@ from .gradient_probe import gradient_probe
 from .plotting import saved_figure
 from .positional_kernel import plot_kernels, positional_kernel, relative_share
 from .decay_sweep import weight_decay_sweep
-from .token_frequency import bucket_markdown, frequency_table, plot_bucket_losses
+from .token_frequency import bucket_markdown, frequency_table, plot_bucket_losses, token_counts
 
 
 @dataclass
@@ -166,19 +166,26 @@ def _plot_gradient_offsets(losses: dict[str, list[dict[str, Any]]], path: Path, 
 
 def _frequency_section(names, models, config, task: Task, args: ReportOptions, folder: Path):
     train, evaluation = task.dataset["train"]["input_ids"], task.dataset[args.split]["input_ids"][: args.num_examples]
-    tables = {name: frequency_table(model, train, evaluation, task.tokenizer, args.frequency_buckets,
+    # a task with fewer token types than buckets (Pathfinder's two pixel values) gets one bucket per type, said below
+    types = int((token_counts(train, config.vocab_size, task.tokenizer.all_special_ids) > 0).sum())
+    buckets = min(args.frequency_buckets, types)
+    tables = {name: frequency_table(model, train, evaluation, task.tokenizer, buckets,
                                     task.preset.mlm_probability, seed=args.seed)
               for name, model in zip(names, models) if isinstance(model, SptForMaskedLM)}
     if args.weight_decay_sweep:
         tables.update(weight_decay_sweep(config, task.dataset["train"], task.dataset[args.split], task.tokenizer,
                                          args.weight_decay_sweep, epochs=args.sweep_epochs,
-                                         num_buckets=args.frequency_buckets, mlm_probability=task.preset.mlm_probability,
+                                         num_buckets=buckets, mlm_probability=task.preset.mlm_probability,
                                          seed=args.seed))
     if not tables:
         return {}, []
     plot_bucket_losses(tables, folder / "token_frequency.png", "MLM loss by token frequency")
+    fewer = (f" Only {types} token types occur in training: {buckets} buckets instead of --frequency_buckets "
+             f"{args.frequency_buckets}." if buckets < args.frequency_buckets else "")
     return tables, ["## MLM loss by token frequency", "", "Buckets hold equal numbers of token types, counted on the "
-                    "training inputs (bucket 0 = most frequent).", "", bucket_markdown(tables),
+                    f"training inputs (bucket 0 = most frequent).{fewer} `unigram loss`: the same masked tokens predicted from "
+                    "their training frequency alone, without context; a model not below it has learned nothing from "
+                    "the context.", "", bucket_markdown(tables),
                     "![token frequency](token_frequency.png)", ""]
 
 

@@ -83,9 +83,13 @@ def per_token_mlm_loss(
 def bucket_losses(
     loss_sum: torch.Tensor, count: torch.Tensor, buckets: torch.Tensor, counts: torch.Tensor
 ) -> list[dict[str, float | int]]:
-    """One row per bucket: token types, share of training tokens, masked predictions, mean loss."""
+    """One row per bucket: token types, share of training tokens, masked predictions, mean loss, and the
+    unigram loss: the same predictions' mean loss for a context-free predictor that gives every token its
+    training frequency (-log share). A model whose loss is not below it has learned nothing from the context.
+    Tokens never seen in training but masked in evaluation fall in no bucket."""
     rows = []
     total = float(counts.sum())
+    frequency_loss = -torch.log(counts.double().clamp(min=1) / total)  # (V,), finite: unseen tokens are in no bucket
     for bucket in range(int(buckets.max()) + 1):
         members = buckets == bucket
         predictions = float(count[members].sum())
@@ -95,8 +99,18 @@ def bucket_losses(
             "train_share": float(counts[members].sum()) / total,
             "predictions": int(predictions),
             "mean_loss": float(loss_sum[members].sum()) / predictions if predictions else float("nan"),
+            "unigram_loss": float((count * frequency_loss)[members].sum()) / predictions if predictions else float("nan"),
         })
     return rows
+
+
+def overall_losses(rows: list[dict[str, float | int]]) -> tuple[float, float]:
+    """Mean masked-token loss of the model and of the unigram predictor over all buckets' predictions."""
+    predictions = sum(row["predictions"] for row in rows if row["predictions"])
+    if not predictions:
+        return float("nan"), float("nan")
+    return tuple(sum(row[key] * row["predictions"] for row in rows if row["predictions"]) / predictions
+                 for key in ("mean_loss", "unigram_loss"))
 
 
 def frequency_table(
@@ -129,14 +143,18 @@ def plot_bucket_losses(tables: dict[str, list[dict[str, float | int]]], path: st
 
 
 def bucket_markdown(tables: dict[str, list[dict[str, float | int]]]) -> str:
-    """Markdown table: one row per (table, bucket)."""
-    lines = ["| model | bucket | token types | train share | predictions | mean loss |", "|---|---|---|---|---|---|"]
+    """Markdown table: one row per (table, bucket), and an `all` row per table over every bucket."""
+    lines = ["| model | bucket | token types | train share | predictions | mean loss | unigram loss |",
+             "|---|---|---|---|---|---|---|"]
     for name, rows in tables.items():
         for row in rows:
             lines.append(f"| {name} | {row['bucket']} | {row['token_types']} | {row['train_share']:.3f} "
-                         f"| {row['predictions']} | {row['mean_loss']:.4f} |")
+                         f"| {row['predictions']} | {row['mean_loss']:.4f} | {row['unigram_loss']:.4f} |")
+        mean, unigram = overall_losses(rows)
+        lines.append(f"| {name} | all | {sum(row['token_types'] for row in rows)} | 1.000 "
+                     f"| {sum(row['predictions'] for row in rows)} | {mean:.4f} | {unigram:.4f} |")
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["token_counts", "frequency_buckets", "per_token_mlm_loss", "bucket_losses", "frequency_table",
-           "plot_bucket_losses", "bucket_markdown"]
+__all__ = ["token_counts", "frequency_buckets", "per_token_mlm_loss", "bucket_losses", "overall_losses",
+           "frequency_table", "plot_bucket_losses", "bucket_markdown"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import MissingInputError, UserInputError
 from ..analysis.report import ReportOptions, analyse_models
-from .ablation import GRID_RECORD_NAME, Cell, parse_grid
+from .ablation import GRID_RECORD_NAME, Cell, parse_grid, pretrain_job
 from .arguments import DataArguments
 from .pipeline import prepare_task
 
@@ -67,7 +67,9 @@ def _choose(flag: str, given: bool, typed: Any, choices: list[Any]) -> Any:
 def grid_cells(
     run: str | Path, data_args: DataArguments, args: AnalysisArguments, given: set[str]
 ) -> tuple[DataArguments, int, list[str]]:
-    """An ablation run's data arguments, seed and cell folders (one per arm) for `--task KEY` and `--seed S`."""
+    """An ablation run's data arguments, seed and model folders for `--task KEY` and `--seed S`: one cell per arm,
+    then the SPT checkpoint(s) the pretraining arms were fine-tuned from (so the report shows what SPT itself
+    learned, before fine-tuning)."""
     grid = parse_grid(json.loads((Path(run) / GRID_RECORD_NAME).read_text()), str(Path(run) / GRID_RECORD_NAME))
     key = _choose("task", "task" in given, data_args.task, list(grid.tasks))
     seed = _choose("seed", "seed" in given, args.seed, grid.seeds)
@@ -78,9 +80,11 @@ def grid_cells(
     if clashes:
         raise UserInputError(f"Flags contradict the grid's task {key!r}: {'; '.join(clashes)}. Drop them.")
     located = replace(grid, output_dir=str(run))  # the folder may have moved since the grid ran
-    cells = [Cell(key, arm.name, seed).folder(located) for arm in grid.arms]
+    cells = [Cell(key, arm.name, seed) for arm in grid.arms]
+    jobs = dict.fromkeys(job for job in (pretrain_job(located, cell) for cell in cells) if job is not None)
+    folders = [cell.folder(located) for cell in cells] + [job.folder(located) for job in jobs]
     data = replace(data_args, task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options)
-    return data, seed, [str(cell) for cell in cells if cell.is_dir()]
+    return data, seed, [str(folder) for folder in folders if folder.is_dir()]
 
 
 def run_models(run: str | Path) -> list[str]:
