@@ -95,6 +95,11 @@ def test_suite_end_to_end_resumes_without_duplicate_rows(lra_root, tmp_path, mon
     table = (tmp_path / "run" / "lra_results.md").read_text()
     assert "| average (5 LRA tasks) |" in table and "| 54.39 | n/a |" in table
     assert (tmp_path / "run" / "lra_results.png").stat().st_size > 0
+    # SPT's learning curve per task and seed: one point per epoch (the best model's final re-evaluation dropped)
+    assert {task: [epoch for epoch, _ in seeds["0"]] for task, seeds in saved["pretraining_curves"].items()} == {
+        task: [1.0] for task in grid.tasks}
+    assert "| first evaluation | best | epochs | seeds |" in table
+    assert (tmp_path / "run" / "lra_pretraining.png").stat().st_size > 0
 
 
 def test_table_means_published_column_and_average():

@@ -24,6 +24,7 @@ sizes of `TRAIN_ROWS`), for the cost estimate of `run_lra.py --dry_run`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,11 @@ from accelerate import PartialState
 from ..errors import UserInputError
 from ..tasks import task_preset
 from ..tasks.lra_data import LRA_TASKS, find_lra_data
-from .ablation import (Arm, Cell, Grid, TaskSpec, _experiment, collect_rows, parse_grid, pretrain_job, run_grid,
+from .ablation import (Arm, Cell, Grid, TaskSpec, _experiment, cells, collect_rows, parse_grid, pretrain_job, run_grid,
                        spt_step_budget)
 from .arguments import ModelArguments
 from .lra_report import write_lra_report
-from .pipeline import PHASE_RESULT_NAME
+from .pipeline import LOG_HISTORY_NAME, PHASE_RESULT_NAME
 from .recipes import amos_lra_settings
 from .run_folder import read_json
 
@@ -208,15 +209,29 @@ def suite_rows(grid: Grid) -> list[dict[str, Any]]:
     return rows
 
 
+def pretraining_curves(grid: Grid) -> dict[str, dict[int, list[tuple[float, float]]]]:
+    """Validation MLM loss at every evaluation of each finished SPT job, {task: {seed: [(epoch, loss)...]}}: the
+    learning curves that tell whether SPT left its plateau. The final re-evaluation of the best checkpoint (logged
+    at the last epoch again) is dropped, so each epoch shows its own loss."""
+    curves: dict[str, dict[int, list[tuple[float, float]]]] = {}
+    for job in dict.fromkeys(job for job in map(partial(pretrain_job, grid), cells(grid)) if job is not None):
+        history = read_json(job.folder(grid) / LOG_HISTORY_NAME)
+        if history is None:
+            continue
+        points = {entry["epoch"]: entry["eval_loss"] for entry in reversed(history) if "eval_loss" in entry}
+        curves.setdefault(job.task, {})[job.seed] = sorted(points.items())  # reversed: each epoch's first value
+    return curves
+
+
 def run_lra_suite(grid: Grid) -> list[dict[str, Any]]:
     """Run every unfinished unit of the suite's grid (resumable, split between ranks), then write
-    `lra_results.{json,md,png}` from the main process; return the rows."""
+    `lra_results.{json,md,png}` and the SPT curves `lra_pretraining.png` from the main process; return the rows."""
     run_grid(grid)
     rows = suite_rows(grid)
     if PartialState().is_main_process:  # the state run_grid set up
-        write_lra_report(rows, Path(grid.output_dir))
+        write_lra_report(rows, Path(grid.output_dir), pretraining_curves(grid))
     return rows
 
 
 __all__ = ["SCALES", "ARMS", "MINI", "MINI_ORDER", "TRAIN_ROWS", "LraSuite", "suite_tasks", "runnable_tasks", "lra_grid",
-           "step_counts", "gpu_hours", "suite_rows", "run_lra_suite"]
+           "step_counts", "gpu_hours", "suite_rows", "pretraining_curves", "run_lra_suite"]

@@ -22,6 +22,7 @@ from .run_folder import write_json, write_text
 LRA_JSON_NAME = "lra_results.json"
 LRA_MD_NAME = "lra_results.md"
 LRA_PLOT_NAME = "lra_results.png"
+PRETRAINING_PLOT_NAME = "lra_pretraining.png"
 ARM_ORDER = ("scratch", "scratch_compute_matched", "spt")
 
 # Published test accuracy (%). Scratch: the vanilla Transformer of the LRA leaderboard (Tay et al., "Long Range
@@ -121,15 +122,52 @@ def plot(table: dict[str, Any], path: Path) -> None:
         axis.legend(loc="lower right", fontsize="small")
 
 
-def write_lra_report(rows: list[dict[str, Any]], output_dir: Path) -> dict[str, Any]:
-    """Write lra_results.json (the table and the rows), .md and (with scores) .png; return the table."""
+Curves = dict[str, dict[int, list[tuple[float, float]]]]  # {task: {seed: [(epoch, validation MLM loss)...]}}
+
+
+def pretraining_markdown(curves: Curves) -> str:
+    """Per task: SPT's validation MLM loss at its first and best evaluation (mean over seeds) and the epochs run,
+    so a reader sees whether pretraining moved at all (the curves: `lra_pretraining.png`)."""
+    lines = ["SPT pretraining, validation MLM loss (mean over seeds; curves in lra_pretraining.png):", "",
+             "| task | first evaluation | best | epochs | seeds |", "|---|---|---|---|---|"]
+    for task, seeds in curves.items():
+        runs = [points for points in seeds.values() if points]
+        if runs:
+            first = statistics.fmean(points[0][1] for points in runs)
+            best = statistics.fmean(min(loss for _, loss in points) for points in runs)
+            lines.append(f"| {task} | {first:.3f} | {best:.3f} | {max(p[-1][0] for p in runs):g} | {len(runs)} |")
+    return "\n".join(lines + [""])
+
+
+def plot_pretraining(curves: Curves, path: Path) -> None:
+    """One panel per task: validation MLM loss against epoch, one line per seed."""
+    tasks = [task for task, seeds in curves.items() if any(seeds.values())]
+    with saved_figure(path, dpi=120, ncols=len(tasks), figsize=(3.2 * len(tasks), 3), squeeze=False) as (_, axes):
+        for axis, task in zip(axes[0], tasks):
+            for seed, points in sorted(curves[task].items()):
+                axis.plot(*zip(*points), marker=".", label=f"seed {seed}")
+            axis.set_title(task)
+            axis.set_xlabel("epoch")
+            axis.legend(fontsize="small")
+        axes[0][0].set_ylabel("validation MLM loss")
+
+
+def write_lra_report(rows: list[dict[str, Any]], output_dir: Path, curves: Curves | None = None) -> dict[str, Any]:
+    """Write lra_results.json (the table, the rows and SPT's curves), .md and (with scores) .png, and with curves
+    lra_pretraining.png; return the table."""
     table = lra_table(rows)
-    write_json(output_dir / LRA_JSON_NAME, {**table, "rows": rows})
-    write_text(output_dir / LRA_MD_NAME, markdown(table))
+    curves = {task: (curves or {})[task] for task in dict.fromkeys([*table["tasks"], *(curves or {})])
+              if task in (curves or {})}  # the table's task order
+    write_json(output_dir / LRA_JSON_NAME, {**table, "rows": rows, "pretraining_curves": curves})
+    text = markdown(table) + ("\n" + pretraining_markdown(curves) if curves else "")
+    write_text(output_dir / LRA_MD_NAME, text)
     if table["tasks"]:
         plot(table, output_dir / LRA_PLOT_NAME)
+    if any(any(seeds.values()) for seeds in curves.values()):
+        plot_pretraining(curves, output_dir / PRETRAINING_PLOT_NAME)
     return table
 
 
-__all__ = ["LRA_JSON_NAME", "LRA_MD_NAME", "LRA_PLOT_NAME", "PUBLISHED_SCRATCH", "PUBLISHED_SCRATCH_AVERAGE",
-           "PUBLISHED_SPT", "wall_seconds", "lra_table", "markdown", "plot", "write_lra_report"]
+__all__ = ["LRA_JSON_NAME", "LRA_MD_NAME", "LRA_PLOT_NAME", "PRETRAINING_PLOT_NAME", "PUBLISHED_SCRATCH",
+           "PUBLISHED_SCRATCH_AVERAGE", "PUBLISHED_SPT", "wall_seconds", "lra_table", "markdown", "pretraining_markdown",
+           "plot", "plot_pretraining", "write_lra_report"]

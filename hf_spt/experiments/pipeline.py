@@ -47,6 +47,7 @@ from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpo
 from .value_ranges import check_value_ranges
 
 PHASE_RESULT_NAME = "phase.json"
+LOG_HISTORY_NAME = "log_history.json"  # every phase's Trainer log history, as the Trainer keeps it
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")
 PROXIMITY_PROBE_SIZE = 32
 
@@ -149,7 +150,7 @@ def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardDat
         trainer.model_card_data = replace(card, metrics={k: v for k, v in result.items() if isinstance(v, float)})
     trainer.save_model(str(folder))
     if trainer.is_world_process_zero():
-        write_json(folder / "log_history.json", trainer.state.log_history)
+        write_json(folder / LOG_HISTORY_NAME, trainer.state.log_history)
         if card is not None:
             trainer.create_model_card()
         write_json(folder / PHASE_RESULT_NAME, result)
