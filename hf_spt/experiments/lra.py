@@ -12,7 +12,7 @@ The compute-matched scratch arm gets the SPT arm's pretraining plus fine-tuning 
 Scales:
 - `full`: the recipe as published, on the data under `data_root` (ListOps and Pathfinder
   generated at the release's sizes when absent).
-- `mini`: sized to run in about an hour on a 2-core CPU with two seeds (`MINI`): generated
+- `mini`: sized to run within an hour on a 2-core CPU with two seeds (`MINI`; 36 min measured): generated
   ListOps with shorter trees, generated Pathfinder with fewer images, the Markov task, and
   Text/Retrieval/Image (shortened) only when their folders are given. Small models, shorter
   pretraining; the same arms, recipe optimizer and masking rates.
