@@ -215,6 +215,10 @@ def test_a_changed_grid_stops_before_any_unit_trains(tmp_path):
     run_grid(parse_grid(grid))
     grid["experiment"]["learning_rate"] = 2e-3
     grid["arms"].append({"name": "scratch"})
-    with pytest.raises(PhaseDefinitionMismatch, match="learning_rate: 0.001 -> 0.002"):
+    with pytest.raises(PhaseDefinitionMismatch, match="learning_rate: 0.001 -> 0.002") as raised:
         run_grid(parse_grid(grid))  # before: reused the finished units' numbers as the new grid's
     assert not (tmp_path / "cells" / "m" / "scratch").exists(), "a unit trained before the grid was checked"
+    message = str(raised.value)  # every changed unit is listed, not only the first, and the advice once
+    assert f"{tmp_path / 'pretrain' / 'm_e1_L1_s0'} holds a run defined differently" in message
+    assert f"{tmp_path / 'cells' / 'm' / 'spt' / 'seed0'} holds a run defined differently" in message
+    assert message.count("--overwrite_output_dir") == 1

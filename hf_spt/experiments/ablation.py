@@ -56,7 +56,7 @@ from .arguments import DataArguments, ExperimentArguments, ModelArguments, Share
 from .command_line import read_settings_file
 from .model_config import build_config
 from .phase_arguments import finetune_arguments, pretrain_arguments
-from .phase_definition import check_phase_folder, finetune_definition, pretrain_definition
+from .phase_definition import check_phase_folders, finetune_definition, pretrain_definition
 from .pipeline import PHASE_RESULT_NAME, finetune, finetune_settings, prepare_task, pretrain
 from .run_folder import locks_output_dir, read_json, write_json
 from .value_ranges import check_value_ranges
@@ -293,14 +293,14 @@ def check_grid(grid: Grid) -> None:
         task, config, exp, training = _job_inputs(grid, job, tasks)
         args = pretrain_arguments(task, exp, training, job.folder(grid))
         sources[job] = pretrain_definition(task, config, exp.pretrain_objective, args, None)
-        check_phase_folder(job.folder(grid), sources[job])
+    units = [(job.folder(grid), definition) for job, definition in sources.items()]
     for cell in cells(grid):
         task, config, exp, training, options = _cell_inputs(grid, cell, tasks)
         args = finetune_arguments(task, exp, training, cell.folder(grid), config.num_labels, options["epochs"])
-        definition = finetune_definition(task, config, cell.arm, args, options["init_from"], options["init_parts"],
-                                         options["freeze_parts"], source_definition=sources.get(pretrain_job(grid, cell)),
-                                         settings=finetune_settings(exp, exp.finetune_method))
-        check_phase_folder(cell.folder(grid), definition)
+        units.append((cell.folder(grid), finetune_definition(
+            task, config, cell.arm, args, options["init_from"], options["init_parts"], options["freeze_parts"],
+            source_definition=sources.get(pretrain_job(grid, cell)), settings=finetune_settings(exp, exp.finetune_method))))
+    check_phase_folders(units)  # every changed unit listed, not only the first
 
 
 def phase_steps(rows: int, batch: int, epochs: float, max_steps: int | None, accumulation: int) -> tuple[int, int]:

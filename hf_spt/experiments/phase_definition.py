@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -144,28 +144,40 @@ def differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [f"{prefix}: {old!r} -> {new!r}"]
 
 
-def check_phase_folder(folder: Path, definition: Mapping[str, Any]) -> None:
-    """Stop before any work when `folder` already holds a phase defined otherwise, or an unrecorded one.
+RESTART_ADVICE = "Use another --output_dir, or --overwrite_output_dir to clear the phase folders and start over."
+
+
+def phase_folder_problem(folder: Path, definition: Mapping[str, Any]) -> str | None:
+    """Why `folder` cannot be this phase's (None: it can): it holds a phase defined otherwise, or an unrecorded one.
 
     An empty or missing folder (or one holding only a definition killed mid-write), and one whose
     recorded definition equals `definition`, pass.
     """
     if not folder.is_dir() or not any(path.name != TEMPORARY_NAME for path in folder.iterdir()):
-        return
+        return None
     recorded = read_definition(folder)
     if recorded is None:
-        raise PhaseDefinitionMismatch(
-            f"{folder} holds files of an earlier run that recorded no {DEFINITION_NAME}, so whether it is the run "
-            "asked for cannot be told. Use another --output_dir, or --overwrite_output_dir to clear it and start over."
-        )
+        return (f"{folder} holds files of an earlier run that recorded no {DEFINITION_NAME}, so whether it is the run "
+                "asked for cannot be told.")
     changed = differences(recorded, dict(definition))
     if changed:
         listing = "\n  ".join(changed)
-        raise PhaseDefinitionMismatch(
-            f"{folder} holds a run defined differently from this one; reusing it would report its numbers as "
-            f"this run's. Differences (recorded -> asked for):\n  {listing}\n"
-            "Use another --output_dir, or --overwrite_output_dir to clear the phase folders and start over."
-        )
+        return (f"{folder} holds a run defined differently from this one; reusing it would report its numbers as "
+                f"this run's. Differences (recorded -> asked for):\n  {listing}")
+    return None
+
+
+def check_phase_folders(phases: Iterable[tuple[Path, Mapping[str, Any]]]) -> None:
+    """Stop before any work when a folder holds a phase defined otherwise than the one it is for, or an unrecorded
+    one (`phase_folder_problem`), listing every such folder, not only the first."""
+    problems = [problem for folder, definition in phases if (problem := phase_folder_problem(folder, definition))]
+    if problems:
+        raise PhaseDefinitionMismatch("\n".join([*problems, RESTART_ADVICE]))
+
+
+def check_phase_folder(folder: Path, definition: Mapping[str, Any]) -> None:
+    """`check_phase_folders` for one folder."""
+    check_phase_folders([(folder, definition)])
 
 
 def record_definition(folder: Path, definition: Mapping[str, Any]) -> None:
@@ -205,4 +217,4 @@ def finetune_definition(
 
 __all__ = ["DEFINITION_NAME", "PhaseDefinitionMismatch", "dataset_fingerprint", "training_settings",
            "definition_digest", "phase_definition", "pretrain_definition", "finetune_definition", "read_definition",
-           "differences", "check_phase_folder", "record_definition"]
+           "differences", "phase_folder_problem", "check_phase_folders", "check_phase_folder", "record_definition"]

@@ -42,7 +42,8 @@ from .hub import check_hub_ready
 from .lora_finetuning import COMPARISON_ARMS, adapter_provenance, check_lora_ready, with_adapters
 from .model_config import build_config, fit_to_checkpoint, starting_weights
 from .phase_arguments import finetune_arguments, pretrain_arguments
-from .phase_definition import check_phase_folder, finetune_definition, pretrain_definition, record_definition
+from .phase_definition import (check_phase_folder, check_phase_folders, finetune_definition, pretrain_definition,
+                               record_definition)
 from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json, write_text
 from .value_ranges import check_value_ranges
 
@@ -317,8 +318,7 @@ def check_phases(
         arm_config = config if pretrained_arm else scratch_config
         phases.append((name, finetune_definition(task, arm_config, name, args, start_weights if pretrained_arm else None,
                                                  None, exp.freeze_parts, settings=finetune_settings(exp, method))))
-    for name, definition in phases:
-        check_phase_folder(output_dir / name, definition)
+    check_phase_folders((output_dir / name, definition) for name, definition in phases)
     PartialState().wait_for_everyone()  # no rank writes into a folder another rank is judging
 
 
