@@ -151,7 +151,8 @@ def bucket_markdown(tables: dict[str, list[dict[str, float | int]]]) -> str:
             lines.append(f"| {name} | {row['bucket']} | {row['token_types']} | {row['train_share']:.3f} "
                          f"| {row['predictions']} | {row['mean_loss']:.4f} | {row['unigram_loss']:.4f} |")
         mean, unigram = overall_losses(rows)
-        lines.append(f"| {name} | all | {sum(row['token_types'] for row in rows)} | 1.000 "
+        lines.append(f"| {name} | all | {sum(row['token_types'] for row in rows)} "
+                     f"| {sum(row['train_share'] for row in rows):.3f} "
                      f"| {sum(row['predictions'] for row in rows)} | {mean:.4f} | {unigram:.4f} |")
     return "\n".join(lines) + "\n"
 

@@ -81,7 +81,7 @@ def grid_cells(
         raise UserInputError(f"Flags contradict the grid's task {key!r}: {'; '.join(clashes)}. Drop them.")
     located = replace(grid, output_dir=str(run))  # the folder may have moved since the grid ran
     cells = [Cell(key, arm.name, seed) for arm in grid.arms]
-    jobs = dict.fromkeys(job for job in (pretrain_job(located, cell) for cell in cells) if job is not None)
+    jobs = sorted({job for cell in cells if (job := pretrain_job(located, cell)) is not None}, key=str)
     folders = [cell.folder(located) for cell in cells] + [job.folder(located) for job in jobs]
     data = replace(data_args, task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options)
     return data, seed, [str(folder) for folder in folders if folder.is_dir()]

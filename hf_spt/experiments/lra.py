@@ -24,7 +24,6 @@ sizes of `TRAIN_ROWS`), for the cost estimate of `run_lra.py --dry_run`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -212,14 +211,13 @@ def suite_rows(grid: Grid) -> list[dict[str, Any]]:
 def pretraining_curves(grid: Grid) -> dict[str, dict[int, list[tuple[float, float]]]]:
     """Validation MLM loss at every evaluation of each finished SPT job, {task: {seed: [(epoch, loss)...]}}: the
     learning curves that tell whether SPT left its plateau. The final re-evaluation of the best checkpoint (logged
-    at the last epoch again) is dropped, so each epoch shows its own loss."""
+    at the last epoch again) is dropped, so each epoch shows its own loss; a job with no evaluation is left out."""
     curves: dict[str, dict[int, list[tuple[float, float]]]] = {}
-    for job in dict.fromkeys(job for job in map(partial(pretrain_job, grid), cells(grid)) if job is not None):
-        history = read_json(job.folder(grid) / LOG_HISTORY_NAME)
-        if history is None:
-            continue
+    for job in sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str):
+        history = read_json(job.folder(grid) / LOG_HISTORY_NAME) or []
         points = {entry["epoch"]: entry["eval_loss"] for entry in reversed(history) if "eval_loss" in entry}
-        curves.setdefault(job.task, {})[job.seed] = sorted(points.items())  # reversed: each epoch's first value
+        if points:  # reversed: each epoch keeps its first value
+            curves.setdefault(job.task, {})[job.seed] = sorted(points.items())
     return curves
 
 

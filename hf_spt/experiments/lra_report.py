@@ -122,7 +122,8 @@ def plot(table: dict[str, Any], path: Path) -> None:
         axis.legend(loc="lower right", fontsize="small")
 
 
-Curves = dict[str, dict[int, list[tuple[float, float]]]]  # {task: {seed: [(epoch, validation MLM loss)...]}}
+# {task: {seed: [(epoch, validation MLM loss)...]}}, every list with at least one point (`lra.pretraining_curves`)
+Curves = dict[str, dict[int, list[tuple[float, float]]]]
 
 
 def pretraining_markdown(curves: Curves) -> str:
@@ -131,17 +132,16 @@ def pretraining_markdown(curves: Curves) -> str:
     lines = ["SPT pretraining, validation MLM loss (mean over seeds; curves in lra_pretraining.png):", "",
              "| task | first evaluation | best | epochs | seeds |", "|---|---|---|---|---|"]
     for task, seeds in curves.items():
-        runs = [points for points in seeds.values() if points]
-        if runs:
-            first = statistics.fmean(points[0][1] for points in runs)
-            best = statistics.fmean(min(loss for _, loss in points) for points in runs)
-            lines.append(f"| {task} | {first:.3f} | {best:.3f} | {max(p[-1][0] for p in runs):g} | {len(runs)} |")
+        runs = list(seeds.values())
+        first = statistics.fmean(points[0][1] for points in runs)
+        best = statistics.fmean(min(loss for _, loss in points) for points in runs)
+        lines.append(f"| {task} | {first:.3f} | {best:.3f} | {max(p[-1][0] for p in runs):g} | {len(runs)} |")
     return "\n".join(lines + [""])
 
 
 def plot_pretraining(curves: Curves, path: Path) -> None:
     """One panel per task: validation MLM loss against epoch, one line per seed."""
-    tasks = [task for task, seeds in curves.items() if any(seeds.values())]
+    tasks = list(curves)
     with saved_figure(path, dpi=120, ncols=len(tasks), figsize=(3.2 * len(tasks), 3), squeeze=False) as (_, axes):
         for axis, task in zip(axes[0], tasks):
             for seed, points in sorted(curves[task].items()):
@@ -156,14 +156,14 @@ def write_lra_report(rows: list[dict[str, Any]], output_dir: Path, curves: Curve
     """Write lra_results.json (the table, the rows and SPT's curves), .md and (with scores) .png, and with curves
     lra_pretraining.png; return the table."""
     table = lra_table(rows)
-    curves = {task: (curves or {})[task] for task in dict.fromkeys([*table["tasks"], *(curves or {})])
-              if task in (curves or {})}  # the table's task order
+    curves = curves or {}
+    curves = {task: curves[task] for task in [*table["tasks"], *curves] if task in curves}  # the table's task order
     write_json(output_dir / LRA_JSON_NAME, {**table, "rows": rows, "pretraining_curves": curves})
     text = markdown(table) + ("\n" + pretraining_markdown(curves) if curves else "")
     write_text(output_dir / LRA_MD_NAME, text)
     if table["tasks"]:
         plot(table, output_dir / LRA_PLOT_NAME)
-    if any(any(seeds.values()) for seeds in curves.values()):
+    if curves:
         plot_pretraining(curves, output_dir / PRETRAINING_PLOT_NAME)
     return table
 
