@@ -24,7 +24,8 @@ import torch
 from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.ablation import load_grid, run_grid
+from hf_spt.experiments.ablation import run_grid
+from hf_spt.experiments.grid import load_grid
 from hf_spt.experiments.ablation_report import RESULTS_MD_NAME
 from hf_spt.experiments.cli import run_cli
 

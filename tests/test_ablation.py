@@ -10,7 +10,8 @@ import torch
 
 import hf_spt.experiments.ablation as ablation
 from conftest import CellRecorder
-from hf_spt.experiments.ablation import PretrainJob, cells, load_grid, parse_grid, pretrain_job, run_grid
+from hf_spt.experiments.ablation import run_grid
+from hf_spt.experiments.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
 from hf_spt.experiments.ablation_report import gain_recovered, summarize
 
 DEFAULT_GRID = Path(__file__).parent.parent / "run_scripts" / "ablation_default.yaml"

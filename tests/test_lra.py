@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.ablation import parse_grid, spt_step_budget
+from hf_spt.experiments.ablation import spt_step_budget
+from hf_spt.experiments.grid import parse_grid
 from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
 from hf_spt.experiments.lra import LraSuite, lra_grid, run_lra_suite, runnable_tasks, step_counts
 from hf_spt.experiments.lra_report import PUBLISHED_SCRATCH, lra_table, markdown

@@ -15,7 +15,7 @@ import torch
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.experiments import ablation
-from hf_spt.experiments.ablation import Cell, parse_grid
+from hf_spt.experiments.grid import Cell, parse_grid
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
 from hf_spt.experiments.run_folder import (HOLDER_NAME, OutputDirBusyError, hold_output_dir, is_complete_checkpoint,

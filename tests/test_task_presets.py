@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 import hf_spt.experiments.ablation as ablation
-from hf_spt.experiments.ablation import parse_grid
+from hf_spt.experiments.grid import cells, parse_grid, pretrain_job
 from hf_spt.tasks import TASKS, load_task, task_preset
 from hf_spt.tasks.registry import TaskPreset
 
@@ -38,4 +38,4 @@ def test_the_ablation_grid_reads_the_depth_without_building_data(tmp_path, monke
     grid = parse_grid({"output_dir": str(tmp_path), "seeds": [0], "tasks": {"lo": {"task": "listops"}},
                        "arms": [{"name": "spt", "pretrain": True}]})
     monkeypatch.setattr(ablation, "prepare_task", lambda *a, **k: pytest.fail("built a data set to read a preset"))
-    assert ablation.pretrain_job(grid, ablation.cells(grid)[0]).num_layers == 6
+    assert pretrain_job(grid, cells(grid)[0]).num_layers == 6

@@ -9,6 +9,7 @@ import pytest
 from task_files import (SHORT_LISTOPS, write_aan, write_custom_csv, write_image_folder, write_imdb, write_listops,
                         write_pathfinder_release)
 
+from hf_spt.errors import UserInputError
 from hf_spt.tasks import load_task
 from hf_spt.tasks.common import DataFormatError
 from hf_spt.tasks.listops import evaluate_listops, strip_parentheses
@@ -137,6 +138,18 @@ def test_pathfinder_loads_released_layout_and_generates(tmp_path):
     assert sum(row["labels"] for s in SPLITS for row in generated.dataset[s]) == 15
     pathx = load_task("pathx", num_images=4, cache_dir=str(tmp_path / "cache"))
     assert len(pathx.dataset["train"][0]["input_ids"]) == 128 * 128 and pathx.preset.max_length == 16384
+
+
+def test_generated_pathfinder_difficulty_options(tmp_path):
+    """Shorter paths and no distractors draw fewer path pixels; the options reach the generator, bad values are refused."""
+    def bright(**options) -> float:
+        task = load_task("pathfinder", num_images=20, image_size=24, cache_dir=str(tmp_path / "cache"), **options)
+        return float(np.mean([np.mean(np.array(row["input_ids"]) > 4 + 127) for row in task.dataset["train"]]))
+
+    hard, easy = bright(), bright(contour_length=4, num_distractors=0)
+    assert easy < 0.6 * hard
+    with pytest.raises(UserInputError, match="num_distractors"):
+        load_task("pathfinder", num_images=4, num_distractors=-1, cache_dir=str(tmp_path / "cache"))
 
 
 def _same_points(a, b) -> bool:

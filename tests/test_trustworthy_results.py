@@ -16,7 +16,8 @@ import pytest
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.ablation import load_grid, parse_grid, run_grid
+from hf_spt.experiments.ablation import run_grid
+from hf_spt.experiments.grid import load_grid, parse_grid
 from hf_spt.experiments.arguments import ExperimentArguments
 from hf_spt.experiments.phase_arguments import pretrain_arguments
 from hf_spt.experiments.phase_definition import PhaseDefinitionMismatch

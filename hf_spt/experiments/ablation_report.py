@@ -23,17 +23,19 @@ SCRATCH_ARM = "scratch"
 SPT_ARM = "spt"
 
 
+def mean_std(values: list[float]) -> dict[str, float]:
+    """{"mean", "std", "n"} of seed results (sample std; 0 for one seed)."""
+    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "n": len(values)}
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
     """{task: {arm: {"mean", "std", "n"}}} of test accuracy, arms in their first-seen order."""
     scores: dict[str, dict[str, list[float]]] = {}
     for row in rows:
         if row["test_accuracy"] is not None:
             scores.setdefault(row["task"], {}).setdefault(row["arm"], []).append(float(row["test_accuracy"]))
-    return {
-        task: {arm: {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-                     "n": len(values)} for arm, values in arms.items()}
-        for task, arms in scores.items()
-    }
+    return {task: {arm: mean_std(values) for arm, values in arms.items()} for task, arms in scores.items()}
 
 
 def gain_recovered(arms: dict[str, dict[str, float]], arm: str) -> float | None:
@@ -90,5 +92,5 @@ def write_report(rows: list[dict[str, Any]], output_dir: Path) -> None:
         bar_plot(summary, output_dir / RESULTS_PLOT_NAME)
 
 
-__all__ = ["RESULTS_CSV_NAME", "RESULTS_MD_NAME", "RESULTS_PLOT_NAME", "summarize", "gain_recovered",
+__all__ = ["RESULTS_CSV_NAME", "RESULTS_MD_NAME", "RESULTS_PLOT_NAME", "mean_std", "summarize", "gain_recovered",
            "markdown_table", "bar_plot", "write_report"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import MissingInputError, UserInputError
 from ..analysis.report import ReportOptions, analyse_models
-from .ablation import GRID_RECORD_NAME, Cell, parse_grid, pretrain_job
+from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_job
 from .arguments import DataArguments
 from .pipeline import prepare_task
 

@@ -32,8 +32,8 @@ from accelerate import PartialState
 from ..errors import UserInputError
 from ..tasks import task_preset
 from ..tasks.lra_data import LRA_TASKS, find_lra_data
-from .ablation import (Arm, Cell, Grid, TaskSpec, _experiment, cells, collect_rows, parse_grid, pretrain_job, run_grid,
-                       spt_step_budget)
+from .ablation import collect_rows, run_grid, spt_step_budget
+from .grid import Arm, Cell, Grid, TaskSpec, cells, experiment_arguments, parse_grid, pretrain_job
 from .arguments import ModelArguments
 from .lra_report import write_lra_report
 from .pipeline import LOG_HISTORY_NAME, PHASE_RESULT_NAME
@@ -100,7 +100,7 @@ class LraSuite:
             raise UserInputError(f"--tasks {unknown} are not in the {self.scale} suite ({', '.join(known)}).")
 
 
-# Mini order: two ranks take the cells in two contiguous halves, and this order gives the halves about equal work.
+# Mini order: the order in which units are dealt to the ranks (the table lists tasks in LRA's order).
 MINI_ORDER = ("pathfinder", "markov", "listops", "text", "retrieval", "image")
 
 
@@ -182,7 +182,7 @@ def step_counts(grid: Grid) -> dict[str, dict[str, int]]:
     counts = {}
     for key, spec in grid.tasks.items():
         rows, pair = _rows(spec)
-        exp, training = _experiment(grid, 0, key)
+        exp, training = experiment_arguments(grid, 0, key)
         budget = spt_step_budget(rows, pair, task_preset(spec.task).batch_size, exp, training)
         pretrain, finetune = budget["pretrain"], budget["finetune"]
         counts[key] = {"train_rows": rows, "pretrain": pretrain, "finetune": finetune, "scratch": finetune,

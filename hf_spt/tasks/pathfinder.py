@@ -16,7 +16,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict
 
-from ..errors import MissingInputError
+from ..errors import MissingInputError, UserInputError
 from .common import (DataFormatError, build_pixel_tokenizer, carve_validation, grayscale_pixels, pixel_ids,
                      read_utf8, require_path, rows_to_dataset)
 from .pathfinder_generator import generate_pathfinder
@@ -49,11 +49,13 @@ def read_pathfinder_metadata(path: str, fingerprint: str) -> Iterator[dict]:
             yield {"image_path": str(image), "labels": int(fields[3])}
 
 
-def generated_rows(num_images: int, seed: int, image_size: int, contour_length: int) -> Iterator[dict]:
+def generated_rows(num_images: int, seed: int, image_size: int, contour_length: int,
+                   num_distractors: int = 2) -> Iterator[dict]:
     """Generated images as rows, 1000 at a time (cached by `Dataset.from_generator` under these arguments)."""
     for first in range(0, num_images, 1000):
         count = min(1000, num_images - first)
-        images, labels = generate_pathfinder(count, seed * 1_000_003 + first, image_size, contour_length)
+        images, labels = generate_pathfinder(count, seed * 1_000_003 + first, image_size, contour_length,
+                                             num_distractors)
         for image, label in zip(images, labels):
             yield {"input_ids": pixel_ids(image), "labels": int(label)}
 
@@ -79,12 +81,18 @@ def pathfinder_preset(image_size: int) -> TaskPreset:
 
 
 def build_pathfinder(name: str, data_dir: str | None, seed: int, image_size: int, difficulty: str,
-                     num_images: int, contour_length: int, num_proc: int | None, cache_dir: str | None) -> Task:
-    """Released files or generated images, split 80/10/10."""
+                     num_images: int, contour_length: int, num_proc: int | None, cache_dir: str | None,
+                     num_distractors: int = 2) -> Task:
+    """Released files or generated images (`contour_length` dashes per path, `num_distractors` short snakes),
+    split 80/10/10."""
     layout = LAYOUT.format(difficulty=difficulty)
     if data_dir is None:
+        if num_distractors < 0 or contour_length < 1:
+            raise UserInputError(f"{name}: contour_length must be at least 1 and num_distractors at least 0, got "
+                                 f"{contour_length} and {num_distractors}.")
         everything = Dataset.from_generator(generated_rows, cache_dir=cache_dir, gen_kwargs=dict(
-            num_images=num_images, seed=seed, image_size=image_size, contour_length=contour_length))
+            num_images=num_images, seed=seed, image_size=image_size, contour_length=contour_length,
+            num_distractors=num_distractors))
     else:
         folder = require_path(Path(data_dir) / difficulty, f"{name} data folder", layout, SOURCE)
         require_path(folder / "metadata", f"{name} metadata folder", layout, SOURCE)
@@ -108,10 +116,12 @@ def register_variant(name: str, image_size: int, description: str, release: str)
         contour_length: int = 14,
         num_proc: int | None = None,
         cache_dir: str | None = None,
+        num_distractors: int = 2,
     ) -> Task:
-        """The variant from `data_dir`, or `num_images` generated ones (`image_size` 32, 64 or 128)."""
+        """The variant from `data_dir`, or `num_images` generated ones (`image_size` 32, 64 or 128; shorter paths
+        and fewer distractors make the generated task easier)."""
         return build_pathfinder(name, data_dir, seed, image_size, difficulty, num_images, contour_length,
-                                num_proc, cache_dir)
+                                num_proc, cache_dir, num_distractors)
 
     load.__name__ = load.__qualname__ = f"load_{name}"
     needs = f"DATA_DIR/curv_contour_length_14/{{imgs,metadata}}/ (LRA {release}), or nothing: generated"

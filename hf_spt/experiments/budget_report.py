@@ -1,0 +1,127 @@
+"""The budget study's report: `budget_study.{json,md,png}` and `budget_study_checkpoints.json`.
+
+`budget_study.png`, per configuration (one row of panels each): test accuracy against pretraining
+tokens (SPT and compute-matched scratch per budget, scratch and the control arms as horizontal
+lines), SPT's gain over each scratch arm, and per SPT checkpoint the MLM loss beside the unigram
+loss and the near-2 proximity ratio of every layer: whether pretraining left the frequency plateau
+and turned attention local, next to whether accuracy followed. Token axes are logarithmic.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from ..analysis.plotting import saved_figure
+from .run_folder import write_json, write_text
+
+STUDY_JSON_NAME = "budget_study.json"
+CHECKPOINTS_JSON_NAME = "budget_study_checkpoints.json"
+STUDY_MD_NAME = "budget_study.md"
+STUDY_PLOT_NAME = "budget_study.png"
+
+
+def _pct(stats: dict[str, float] | None) -> str:
+    if not stats:
+        return "n/a"
+    return f"{100 * stats['mean']:.1f} ± {100 * stats['std']:.1f} ({stats['n']})"
+
+
+def _points(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:+.1f}"
+
+
+def _checkpoint_means(checkpoints: list[dict[str, Any]], config: str) -> dict[int, dict[str, Any]]:
+    """{pretrain tokens: seed means of MLM loss, unigram loss and each layer's proximity ratio} of a config."""
+    by_tokens: dict[int, list[dict[str, Any]]] = {}
+    for row in checkpoints:
+        if row["config"] == config:
+            by_tokens.setdefault(row["pretrain_tokens"], []).append(row)
+    return {tokens: {"mlm_loss": statistics.fmean(r["mlm_loss"] for r in runs),
+                     "unigram_loss": statistics.fmean(r["unigram_loss"] for r in runs),
+                     "near_ratio_by_layer": [statistics.fmean(layers) for layers in
+                                             zip(*(r["near_ratio_by_layer"] for r in runs))],
+                     "n": len(runs)}
+            for tokens, runs in sorted(by_tokens.items())}
+
+
+def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]]) -> str:
+    """One table per configuration: a row per pretraining budget with both controls and the gains, the
+    checkpoint's losses and proximity; then scratch and the control arms."""
+    lines = []
+    for config, entry in summary.items():
+        probes = _checkpoint_means(checkpoints, config)
+        extra = sorted({arm for budget in entry["budgets"] for arm in budget
+                        if isinstance(budget[arm], dict) and arm not in ("spt", "scratch_compute_matched")})
+        lines += [f"## {config}", "", "Test accuracy (%), mean ± std (seeds); gains in points, from seed means; MLM and "
+                  "unigram loss on masked validation tokens; near-2 ratio per layer (1 = no preference for neighbours).",
+                  "", "| SPT epochs | pretraining tokens | SPT | scratch, compute-matched | gain vs scratch | gain vs "
+                  "compute-matched | MLM loss / unigram | near-2 ratio by layer |" + "".join(f" {a} |" for a in extra),
+                  "|---|---|---|---|---|---|---|---|" + "---|" * len(extra)]
+        for budget in entry["budgets"]:
+            probe = probes.get(budget["budget_tokens"])
+            losses = f"{probe['mlm_loss']:.3f} / {probe['unigram_loss']:.3f}" if probe else "n/a"
+            ratios = ", ".join(f"{r:.2f}" for r in probe["near_ratio_by_layer"]) if probe else "n/a"
+            lines.append(f"| {budget['pretrain_epochs']:g} | {budget['budget_tokens']:.2e} | {_pct(budget.get('spt'))} | "
+                         f"{_pct(budget.get('scratch_compute_matched'))} | {_points(budget['gain_vs_scratch'])} | "
+                         f"{_points(budget['gain_vs_compute_matched'])} | {losses} | {ratios} |"
+                         + "".join(f" {_pct(budget.get(a))} |" for a in extra))
+        lines += ["", "| arm (no pretraining) | test accuracy |", "|---|---|", f"| scratch | {_pct(entry['scratch'])} |"]
+        lines += [f"| {arm} | {_pct(stats)} |" for arm, stats in entry["controls"].items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]], path: Path) -> None:
+    """`budget_study.png`: four panels per configuration (module docstring)."""
+    configs = list(summary)
+    with saved_figure(path, nrows=len(configs), ncols=4, figsize=(18, 3.8 * len(configs)), squeeze=False) as (_, axes):
+        for row, config in zip(axes, configs):
+            entry, probes = summary[config], _checkpoint_means(checkpoints, config)
+            tokens = [b["budget_tokens"] for b in entry["budgets"]]
+            accuracy, gain, loss, proximity = row
+            for arm, style in (("spt", "o-"), ("scratch_compute_matched", "s--")):
+                points = [(t, b[arm]) for t, b in zip(tokens, entry["budgets"]) if b.get(arm)]
+                if points:
+                    accuracy.errorbar([t for t, _ in points], [100 * s["mean"] for _, s in points],
+                                      yerr=[100 * s["std"] for _, s in points], fmt=style, capsize=3, label=arm)
+            for arm, stats in ({"scratch": entry["scratch"]} | entry["controls"]).items():
+                if stats:
+                    accuracy.axhline(100 * stats["mean"], linestyle=":", color="grey" if arm == "scratch" else None,
+                                     label=arm)
+            accuracy.set(xscale="log", xlabel="pretraining tokens", ylabel="test accuracy (%)", title=config)
+            accuracy.legend(fontsize=7)
+            for key, label in (("gain_vs_scratch", "SPT - scratch"), ("gain_vs_compute_matched",
+                                                                      "SPT - compute-matched scratch")):
+                points = [(t, b[key]) for t, b in zip(tokens, entry["budgets"]) if b[key] is not None]
+                gain.plot([t for t, _ in points], [100 * g for _, g in points], "o-", label=label)
+            gain.axhline(0, color="black", linewidth=0.8)
+            gain.set(xscale="log", xlabel="pretraining tokens", ylabel="gain (points)", title="SPT's gain")
+            gain.legend(fontsize=7)
+            if probes:
+                xs = list(probes)
+                loss.plot(xs, [p["mlm_loss"] for p in probes.values()], "o-", label="MLM loss")
+                loss.plot(xs, [p["unigram_loss"] for p in probes.values()], "k--", label="unigram loss")
+                for layer, values in enumerate(zip(*(p["near_ratio_by_layer"] for p in probes.values()))):
+                    proximity.plot(xs, values, "o-", label=f"layer {layer}")
+                proximity.axhline(1, color="black", linewidth=0.8)
+            loss.set(xscale="log", xlabel="pretraining tokens", ylabel="masked-token loss", title="SPT checkpoint")
+            loss.legend(fontsize=7)
+            proximity.set(xscale="log", xlabel="pretraining tokens", ylabel="near-2 attention ratio",
+                          title="attention proximity")
+            proximity.legend(fontsize=7)
+
+
+def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], summary: dict[str, Any],
+                       output_dir: Path) -> None:
+    """Write the rows, checkpoint probes, table and figure into `output_dir`."""
+    write_json(output_dir / STUDY_JSON_NAME, rows)
+    write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
+    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints))
+    if summary:
+        plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME)
+
+
+__all__ = ["STUDY_JSON_NAME", "CHECKPOINTS_JSON_NAME", "STUDY_MD_NAME", "STUDY_PLOT_NAME", "study_markdown",
+           "plot_study", "write_study_report"]

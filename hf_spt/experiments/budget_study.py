@@ -1,0 +1,162 @@
+"""The budget study: SPT's gain over both scratch controls as a function of pretraining tokens.
+
+A study is an ablation grid (`grid.py`) shipped as a file under `studies/` (or any grid file of
+the user's): one task configuration per task key, and arms that sweep the pretraining budget:
+`spt_e<E>` (SPT for E epochs, then fine-tuned) with its control `scratch_compute_matched_e<E>`
+(random init, SPT's optimizer steps at E epochs plus the fine-tuning budget), `scratch` (the same
+fine-tuning budget), and control arms such as scratch with built-in locality (`model:
+{position_embedding_type: alibi}`). Every arm is fine-tuned until validation accuracy stops
+improving (early stopping). It runs on the grid's machinery: resumable unit by unit, split between
+ranks.
+
+Rows (`budget_study.json`, one per finished cell): `task` (registered name), `config` (task key),
+`arm` (the arm's kind: its name without the `_e<E>` budget suffix), `arm_name`, `seed`,
+`test_accuracy` and `eval_accuracy` (0-1), `pretrain_epochs`, `pretrain_tokens` (tokens this
+arm's weights were pretrained on: epochs x the real tokens of the pretraining inputs; 0 for
+scratch arms), `budget_tokens` (the SPT budget the row belongs to: its own, or for a
+compute-matched arm the budget whose steps it was given), `seconds` (SPT's include pretraining).
+Each SPT checkpoint is probed once (`analysis.checkpoint_probe`: MLM loss against the unigram
+loss, near-2 proximity ratio per layer), cached in its folder as `checkpoint_probe.json`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..analysis.checkpoint_probe import probe_checkpoint
+from ..errors import UserInputError
+from ..training.pretrain_trainer import inputs_only
+from .ablation import prepare_unit
+from .ablation_report import mean_std
+from .command_line import read_settings_file
+from .grid import Grid, arm_named, cells, experiment_arguments, parse_grid, pretrain_job
+from .lra import suite_rows
+from .phase_arguments import masking_rate
+from .pipeline import PHASE_RESULT_NAME
+from .run_folder import read_json, write_json
+
+STUDIES_DIR = Path(__file__).with_name("studies")
+PROBE_NAME = "checkpoint_probe.json"
+SCRATCH_ARMS = ("scratch", "scratch_compute_matched")
+_BUDGET_SUFFIX = re.compile(r"_e[0-9.]+$")
+
+
+def study_names() -> list[str]:
+    """The studies shipped with the package (`studies/*.yaml`)."""
+    return sorted(path.stem for path in STUDIES_DIR.glob("*.yaml"))
+
+
+def study_grid(study: str, seeds: list[int] | None = None, output_dir: str | None = None) -> Grid:
+    """The grid of a shipped study (by name) or of a grid file (by path), with `seeds` and `output_dir` over the
+    file's when given."""
+    path = STUDIES_DIR / f"{study}.yaml"
+    if not path.exists():
+        path = Path(study)
+        if not path.suffix:
+            raise UserInputError(f"Unknown study {study!r}: name one of {', '.join(study_names())}, or give a grid "
+                                 "file (.yaml/.json).")
+    raw = read_settings_file(path, "Study file")
+    if not isinstance(raw, dict):
+        raise UserInputError(f"Study file {path} holds a mapping (tasks, seeds, arms...), not {type(raw).__name__}.")
+    if seeds:
+        raw["seeds"] = list(seeds)
+    if output_dir:
+        raw["output_dir"] = output_dir
+    return parse_grid(raw, str(path))
+
+
+def arm_kind(name: str, pretrain_epochs: float | None) -> str:
+    """`spt_e10` -> `spt`, `scratch_compute_matched_e10` -> `scratch_compute_matched`: budget arms share a kind."""
+    return _BUDGET_SUFFIX.sub("", name) if pretrain_epochs is not None else name
+
+
+class _Tokens:
+    """Real tokens of a (task key, seed)'s pretraining inputs, counted once per study."""
+
+    def __init__(self, grid: Grid):
+        self.grid, self.tasks, self.counts = grid, {}, {}
+
+    def per_epoch(self, task_key: str, seed: int) -> int:
+        if (task_key, seed) not in self.counts:
+            task, _ = prepare_unit(self.grid, task_key, seed, None, self.tasks)
+            self.counts[task_key, seed] = sum(map(len, inputs_only(task.dataset["train"])["input_ids"]))
+        return self.counts[task_key, seed]
+
+
+def study_rows(grid: Grid) -> list[dict[str, Any]]:
+    """One row per finished cell (module docstring), in the grid's order."""
+    tokens = _Tokens(grid)
+    rows = []
+    for row in suite_rows(grid):
+        arm = arm_named(grid, row["arm"])
+        source = arm.pretrain_task or row["task"]
+        if arm.pretrain:
+            epochs = row["pretrain_epochs"]
+        elif arm.compute_matched:  # the SPT budget whose steps it was given
+            exp, training = experiment_arguments(grid, row["seed"], source)
+            epochs = arm.pretrain_epochs or exp.phase_setting(training, "pretrain", "epochs")
+        else:
+            epochs = None
+        budget = int(epochs * tokens.per_epoch(source, row["seed"])) if epochs else 0
+        rows.append({"task": grid.tasks[row["task"]].task, "config": row["task"],
+                     "arm": arm_kind(arm.name, arm.pretrain_epochs), "arm_name": arm.name, "seed": row["seed"],
+                     "test_accuracy": row["test_accuracy"], "eval_accuracy": row["eval_accuracy"],
+                     "pretrain_epochs": epochs, "pretrain_tokens": budget if arm.pretrain else 0,
+                     "budget_tokens": budget, "num_layers": row["num_layers"], "init_parts": arm.init_parts,
+                     "freeze_parts": arm.freeze_parts, "model": arm.model or None, "seconds": row["seconds"]})
+    return rows
+
+
+def checkpoint_rows(grid: Grid, num_examples: int = 256) -> list[dict[str, Any]]:
+    """One row per finished SPT checkpoint: its budget, best validation MLM loss (`phase.json`) and the probe
+    (`analysis.checkpoint_probe`), computed once and cached in the checkpoint's folder."""
+    tokens, rows = _Tokens(grid), []
+    for job in sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str):
+        result = read_json(job.folder(grid) / PHASE_RESULT_NAME)
+        if result is None:
+            continue
+        probe = read_json(job.folder(grid) / PROBE_NAME)
+        if probe is None or probe.get("num_examples_asked") != num_examples:
+            task, _ = prepare_unit(grid, job.task, job.seed, job.num_layers, tokens.tasks)
+            exp, _ = experiment_arguments(grid, job.seed, job.task)
+            probe = {**probe_checkpoint(job.folder(grid), task, masking_rate(exp, task), num_examples=num_examples,
+                                        seed=job.seed), "num_examples_asked": num_examples}
+            write_json(job.folder(grid) / PROBE_NAME, probe)
+        rows.append({"config": job.task, "seed": job.seed, "pretrain_epochs": job.epochs, "num_layers": job.num_layers,
+                     "pretrain_tokens": int(job.epochs * tokens.per_epoch(job.task, job.seed)),
+                     "best_eval_loss": result.get("eval_loss"), "seconds": result.get("seconds"),
+                     **{k: probe[k] for k in ("mlm_loss", "unigram_loss", "mlm_probability", "near",
+                                              "near_ratio_by_layer")}})
+    return rows
+
+
+def summarize_study(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{config: {"scratch": stats, "controls": {arm: stats}, "budgets": [{budget_tokens, pretrain_epochs, arm
+    kind: stats..., "gain_vs_scratch", "gain_vs_compute_matched"}]}}, test accuracy's mean, std and n over seeds;
+    a gain is the difference of seed means."""
+    summary: dict[str, dict[str, Any]] = {}
+    for config in dict.fromkeys(row["config"] for row in rows):
+        mine = [row for row in rows if row["config"] == config and row["test_accuracy"] is not None]
+        groups: dict[tuple[str, int], list[float]] = {}
+        for row in mine:
+            groups.setdefault((row["arm"], row["budget_tokens"]), []).append(float(row["test_accuracy"]))
+        stats = {key: mean_std(values) for key, values in groups.items()}
+        scratch = stats.get(("scratch", 0))
+        budgets = []
+        for tokens in sorted({t for (arm, t) in stats if t and arm in ("spt", "scratch_compute_matched")}):
+            entry: dict[str, Any] = {"budget_tokens": tokens, "pretrain_epochs": next(
+                row["pretrain_epochs"] for row in mine if row["budget_tokens"] == tokens)}
+            entry.update({arm: s for (arm, t), s in stats.items() if t == tokens})
+            spt, matched = entry.get("spt"), entry.get("scratch_compute_matched")
+            entry["gain_vs_scratch"] = spt["mean"] - scratch["mean"] if spt and scratch else None
+            entry["gain_vs_compute_matched"] = spt["mean"] - matched["mean"] if spt and matched else None
+            budgets.append(entry)
+        controls = {arm: s for (arm, t), s in stats.items() if not t and arm != "scratch"}
+        summary[config] = {"scratch": scratch, "controls": controls, "budgets": budgets}
+    return summary
+
+
+__all__ = ["STUDIES_DIR", "PROBE_NAME", "study_names", "study_grid", "arm_kind", "study_rows", "checkpoint_rows",
+           "summarize_study"]

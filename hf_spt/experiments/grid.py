@@ -1,0 +1,229 @@
+"""What an ablation grid is: tasks, arms and seeds read from a grid file, and the units they make.
+
+A grid file (YAML or JSON, see `run_scripts/ablation_default.yaml`) names tasks, seeds, shared
+settings and arms. `experiment:` takes `run_spt.py`'s experiment and TrainingArguments settings
+by their flag names (`pretrain_epochs`, `finetune_epochs`, `learning_rate`, `report_to`...), `model:`
+its model settings. An arm is a configuration of one fine-tuning run:
+
+    name             label in the tables
+    pretrain         start from an SPT checkpoint (implied by the four options below)
+    init_parts       hybrid init: fresh model plus only these parts of the checkpoint ("qk", "attention"...)
+    pretrain_task    key of `tasks` or `pretrain_tasks` to pretrain on (cross-task SPT; default: the cell's task)
+    pretrain_epochs  pretraining epochs (default: the experiment's, as run_spt.py resolves them)
+    freeze_parts     parts kept at their initial values ("attention")
+    num_layers       depth (default: model.num_hidden_layers or the task preset)
+    compute_matched  fine-tune for as many optimizer steps as the SPT arm's pretraining and fine-tuning
+                     budgets together (scratch with SPT's budget); with pretrain_epochs, the budget of
+                     SPT at that many epochs (one control per point of a pretraining-budget sweep)
+    model            model settings over the task's for this arm's cells, for scratch arms only (a
+                     locality control: {position_embedding_type: alibi})
+
+A task may carry its own `experiment:` and `model:` settings (over the grid's) and `max_length`,
+so that one grid holds tasks with different published recipes (`run_scripts/run_lra.py`).
+
+The units: one `PretrainJob` (an SPT checkpoint, shared by every arm that needs it) per task, epochs,
+depth and seed, and one `Cell` (a fine-tuning run) per task, arm and seed. `ablation.py` runs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserInputError
+from ..tasks import task_preset
+from ..training.parts import parse_parts
+from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from .command_line import read_settings_file
+from .value_ranges import check_value_ranges
+
+CELLS_DIR = "cells"
+PRETRAIN_DIR = "pretrain"
+GRID_RECORD_NAME = "grid.json"
+
+
+@dataclass
+class TaskSpec:
+    """A task of the grid: a registered task name, its builder options, and settings over the grid's for it."""
+
+    task: str
+    task_options: dict[str, Any] = field(default_factory=dict)
+    data_dir: str | None = None
+    max_length: int | None = None
+    experiment: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Arm:
+    """One configuration of the fine-tuning run (module docstring lists the fields)."""
+
+    name: str
+    pretrain: bool = False
+    init_parts: str | None = None
+    pretrain_task: str | None = None
+    pretrain_epochs: float | None = None
+    freeze_parts: str | None = None
+    num_layers: int | None = None
+    compute_matched: bool = False
+    model: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        implied = (self.init_parts, self.pretrain_task) + (() if self.compute_matched else (self.pretrain_epochs,))
+        self.pretrain = self.pretrain or any(v is not None for v in implied)
+        for parts in (self.init_parts, self.freeze_parts):
+            if parts is not None:
+                parse_parts(parts)
+        for name in ("pretrain_epochs", "num_layers"):
+            if (value := getattr(self, name)) is not None and value <= 0:
+                raise UserInputError(f"Arm {self.name!r}: {name} must be above 0, got {value}.")
+        if self.compute_matched and self.pretrain:
+            raise UserInputError(f"Arm {self.name!r}: compute_matched is a scratch control; it cannot also pretrain.")
+        if self.model and self.pretrain:  # an SPT checkpoint is shared by arms: its model is the task's
+            raise UserInputError(f"Arm {self.name!r}: model settings ({sorted(self.model)}) apply to scratch arms; "
+                                 "give a pretrained variant a task key of its own with those model settings.")
+        if "num_hidden_layers" in self.model:
+            raise UserInputError(f"Arm {self.name!r}: set the depth with num_layers, not model.num_hidden_layers.")
+
+
+@dataclass
+class Grid:
+    """A parsed grid file."""
+
+    tasks: dict[str, TaskSpec]
+    arms: list[Arm]
+    seeds: list[int]
+    output_dir: str = "runs/ablation"
+    pretrain_tasks: dict[str, TaskSpec] = field(default_factory=dict)
+    experiment: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+
+    def task_spec(self, key: str) -> TaskSpec:
+        return {**self.pretrain_tasks, **self.tasks}[key]
+
+
+def _checked(cls, values: dict[str, Any], where: str, *more_classes: type) -> dict[str, Any]:
+    known = {f.name for c in (cls, *more_classes) for f in fields(c)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise UserInputError(f"{where}: unknown setting(s) {unknown}; valid: {sorted(known)}.")
+    return values
+
+
+def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
+    """Grid from a dict (a loaded YAML/JSON file); every unknown name or dangling reference is an error."""
+    raw = dict(_checked(Grid, raw, source))
+    missing = [name for name in ("tasks", "arms", "seeds") if name not in raw]
+    if missing:
+        raise UserInputError(f"{source}: a grid needs {missing}; see run_scripts/ablation_default.yaml.")
+    raw["tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: tasks.{k}")) for k, v in raw["tasks"].items()}
+    raw["pretrain_tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: pretrain_tasks.{k}"))
+                             for k, v in (raw.get("pretrain_tasks") or {}).items()}
+    for key, spec in {**raw["pretrain_tasks"], **raw["tasks"]}.items():
+        _checked(ExperimentArguments, spec.experiment, f"{source}: tasks.{key}.experiment", SharedTrainingArguments)
+        _checked(ModelArguments, spec.model, f"{source}: tasks.{key}.model")
+    raw["arms"] = [Arm(**_checked(Arm, arm, f"{source}: arm {arm.get('name')!r}")) for arm in raw["arms"]]
+    for arm in raw["arms"]:
+        _checked(ModelArguments, arm.model, f"{source}: arm {arm.name!r} model")
+    _checked(ExperimentArguments, raw.get("experiment") or {}, f"{source}: experiment", SharedTrainingArguments)
+    _checked(ModelArguments, raw.get("model") or {}, f"{source}: model")
+    grid = Grid(**raw)
+    for key, spec in {**grid.pretrain_tasks, **grid.tasks}.items():  # every task's settings' ranges, before any unit runs
+        for seed in grid.seeds:
+            for arm in (None, *(arm for arm in grid.arms if arm.model)):
+                check_value_ranges(DataArguments(max_length=spec.max_length), model_arguments(grid, key, None, arm),
+                                   *experiment_arguments(grid, seed, key))
+    names = [arm.name for arm in grid.arms]
+    if len(set(names)) != len(names):
+        raise UserInputError(f"{source}: arm names must be unique, got {names}.")
+    known_tasks = set(grid.tasks) | set(grid.pretrain_tasks)
+    for arm in grid.arms:
+        if arm.pretrain_task is not None and arm.pretrain_task not in known_tasks:
+            raise UserInputError(f"{source}: arm {arm.name!r} pretrains on {arm.pretrain_task!r}, which is not in "
+                             f"tasks or pretrain_tasks ({sorted(known_tasks)}).")
+    return grid
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read a grid file (.yaml/.yml or .json)."""
+    raw = read_settings_file(path, "Grid file")
+    if not isinstance(raw, dict):
+        raise UserInputError(f"Grid file {path} holds a mapping (tasks, seeds, arms...), not {type(raw).__name__}.")
+    return parse_grid(raw, str(path))
+
+
+@dataclass(frozen=True)
+class PretrainJob:
+    """One SPT checkpoint: pretraining task, epochs, depth, seed."""
+
+    task: str
+    epochs: float
+    num_layers: int
+    seed: int
+
+    def folder(self, grid: Grid) -> Path:
+        return Path(grid.output_dir) / PRETRAIN_DIR / f"{self.task}_e{self.epochs:g}_L{self.num_layers}_s{self.seed}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One fine-tuning run: task, arm name, seed."""
+
+    task: str
+    arm: str
+    seed: int
+
+    def folder(self, grid: Grid) -> Path:
+        return Path(grid.output_dir) / CELLS_DIR / self.task / self.arm / f"seed{self.seed}"
+
+
+def experiment_arguments(grid: Grid, seed: int, task_key: str) -> tuple[ExperimentArguments, SharedTrainingArguments]:
+    """The grid's experiment settings (the task's over the grid's) for `seed`, split into experiment and
+    TrainingArguments settings."""
+    own = {f.name for f in fields(ExperimentArguments)}
+    settings = {**grid.experiment, **grid.task_spec(task_key).experiment, "output_dir": grid.output_dir, "seed": seed}
+    return (ExperimentArguments(**{k: v for k, v in settings.items() if k in own}),
+            SharedTrainingArguments(**{k: v for k, v in settings.items() if k not in own}))
+
+
+def model_arguments(grid: Grid, task_key: str, num_layers: int | None, arm: Arm | None = None) -> ModelArguments:
+    """Model settings of a unit: the grid's, the task's over them, then the arm's (`Arm.model`, `num_layers`)."""
+    values = {**grid.model, **grid.task_spec(task_key).model, **(arm.model if arm else {})}
+    if num_layers is not None:
+        values["num_hidden_layers"] = num_layers
+    return ModelArguments(**values)
+
+
+def arm_named(grid: Grid, name: str) -> Arm:
+    return next(arm for arm in grid.arms if arm.name == name)
+
+
+def arm_depth(grid: Grid, arm: Arm, task_key: str) -> int:
+    """The arm's number of layers, the task preset's when neither the arm nor the grid's model sets it."""
+    spec = grid.task_spec(task_key)
+    for depth in (arm.num_layers, spec.model.get("num_hidden_layers"), grid.model.get("num_hidden_layers")):
+        if depth is not None:
+            return depth
+    return task_preset(spec.task).model["num_hidden_layers"]
+
+
+def cells(grid: Grid) -> list[Cell]:
+    return [Cell(task, arm.name, seed) for task in grid.tasks for arm in grid.arms for seed in grid.seeds]
+
+
+def pretrain_job(grid: Grid, cell: Cell) -> PretrainJob | None:
+    """The SPT checkpoint `cell` starts from, or None for scratch arms."""
+    arm = arm_named(grid, cell.arm)
+    if not arm.pretrain:
+        return None
+    epochs = arm.pretrain_epochs
+    if epochs is None:
+        exp, training = experiment_arguments(grid, cell.seed, arm.pretrain_task or cell.task)
+        epochs = exp.phase_setting(training, "pretrain", "epochs")
+    return PretrainJob(arm.pretrain_task or cell.task, float(epochs), arm_depth(grid, arm, cell.task), cell.seed)
+
+
+__all__ = ["CELLS_DIR", "PRETRAIN_DIR", "GRID_RECORD_NAME", "TaskSpec", "Arm", "Grid", "PretrainJob", "Cell",
+           "parse_grid", "load_grid", "experiment_arguments", "model_arguments", "arm_named", "arm_depth", "cells",
+           "pretrain_job"]

@@ -1,0 +1,75 @@
+"""The budget study: SPT's gain over scratch and compute-matched scratch as a function of pretraining tokens.
+
+Usage:
+    # the shipped studies, and what one would run (units, no training)
+    python run_scripts/run_budget_study.py --list_studies
+    python run_scripts/run_budget_study.py --study pathfinder_budget --dry_run
+
+    # one seed on a 2-core CPU: two gloo ranks of one thread each (units split between them)
+    ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu --num_processes 2 run_scripts/run_budget_study.py \\
+        --study pathfinder_budget --seeds 0 --torch_threads 1
+
+    # your own study: any grid file (hf_spt/experiments/studies/*.yaml show the arms)
+    python run_scripts/run_budget_study.py --study my_study.yaml
+
+Re-running the same command skips finished units and resumes an interrupted one, so more seeds can be
+added later (`--seeds 0,1,2`) without re-training seed 0. Writes OUTPUT_DIR/budget_study.{json,md,png}
+and budget_study_checkpoints.json (plus the grid's results.{csv,md,png}). See docs/lra.md.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import HfArgumentParser
+
+from hf_spt.experiments.ablation import run_grid
+from hf_spt.experiments.budget_report import STUDY_MD_NAME, write_study_report
+from hf_spt.experiments.budget_study import checkpoint_rows, study_grid, study_names, study_rows, summarize_study
+from hf_spt.experiments.cli import run_cli
+from hf_spt.experiments.grid import cells, pretrain_job
+
+
+@dataclass
+class BudgetStudyArguments:
+    study: str = field(default="pathfinder_budget", metadata={"help": "A shipped study's name (--list_studies) or a "
+                                                                     "grid file (.yaml/.json)."})
+    seeds: str | None = field(default=None, metadata={"help": "Comma-separated seeds (default: the study's)."})
+    output_dir: str | None = field(default=None, metadata={"help": "Default: the study's output_dir."})
+    probe_examples: int = field(default=256, metadata={"help": "Validation inputs each SPT checkpoint is probed on."})
+    torch_threads: int | None = field(default=None, metadata={"help": "torch CPU threads per process."})
+    dry_run: bool = field(default=False, metadata={"help": "Print the SPT checkpoints and cells; train nothing."})
+    list_studies: bool = field(default=False, metadata={"help": "Print the shipped studies and exit."})
+
+
+def main(args: BudgetStudyArguments) -> None:
+    if args.list_studies:
+        print("\n".join(study_names()))
+        return
+    if args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
+        os.environ["OMP_NUM_THREADS"] = str(args.torch_threads)  # child processes of a multi-rank run
+    seeds = [int(seed) for seed in args.seeds.split(",")] if args.seeds else None
+    grid = study_grid(args.study, seeds, args.output_dir)
+    main_process = os.environ.get("RANK", "0") == "0"
+    if args.dry_run:
+        if main_process:
+            jobs = sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str)
+            print(f"Study {args.study}: output {grid.output_dir}, seeds {grid.seeds}")
+            print(f"SPT checkpoints ({len(jobs)}):", *(f"  {job.folder(grid)}" for job in jobs), sep="\n")
+            print(f"Cells ({len(cells(grid))}):", *(f"  {cell.folder(grid)}" for cell in cells(grid)), sep="\n")
+        return
+    run_grid(grid)
+    from accelerate import PartialState
+
+    if PartialState().is_main_process:
+        rows = study_rows(grid)
+        write_study_report(rows, checkpoint_rows(grid, args.probe_examples), summarize_study(rows), Path(grid.output_dir))
+        print((Path(grid.output_dir) / STUDY_MD_NAME).read_text())
+
+
+if __name__ == "__main__":
+    run_cli(lambda argv: main(*HfArgumentParser(BudgetStudyArguments).parse_args_into_dataclasses(args=argv)))

@@ -1,0 +1,111 @@
+"""Budget study: pretraining-budget arms with their compute-matched controls, a locality control, rows with token
+counts, checkpoint probes, the report; shipped studies parse."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from hf_spt.errors import UserInputError
+from hf_spt.experiments.budget_report import study_markdown
+from hf_spt.experiments.budget_study import arm_kind, study_grid, study_names, summarize_study
+from hf_spt.experiments.grid import Arm, parse_grid
+from hf_spt.experiments.pipeline import LOG_HISTORY_NAME
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "run_scripts"))
+import run_budget_study  # noqa: E402
+
+TRAIN, LENGTH = 32, 12
+STUDY = {
+    "seeds": [0],
+    "tasks": {"m": {"task": "markov", "task_options": {"num_train": TRAIN, "num_validation": 16, "num_test": 16,
+                                                        "length": LENGTH}}},
+    "experiment": {"finetune_epochs": 1, "report_to": "none", "per_device_train_batch_size": 8},
+    "model": {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 16},
+    "arms": [{"name": "scratch"}, {"name": "scratch_alibi", "model": {"position_embedding_type": "alibi"}},
+             {"name": "spt_e1", "pretrain_epochs": 1}, {"name": "scratch_compute_matched_e1", "compute_matched": True,
+                                                         "pretrain_epochs": 1},
+             {"name": "spt_e2", "pretrain_epochs": 2}, {"name": "scratch_compute_matched_e2", "compute_matched": True,
+                                                         "pretrain_epochs": 2}],
+}
+
+
+def _max_steps(folder: Path) -> int:
+    history = json.loads((folder / LOG_HISTORY_NAME).read_text())
+    return max(entry["step"] for entry in history)
+
+
+def test_budget_study_runs_end_to_end_and_reports_tokens_controls_and_probes(tmp_path):
+    torch.set_num_threads(1)
+    study_file = tmp_path / "study.yaml"
+    study_file.write_text(yaml.safe_dump({**STUDY, "output_dir": str(tmp_path / "run")}))
+    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(study_file), probe_examples=8))
+    run = tmp_path / "run"
+    rows = json.loads((run / "budget_study.json").read_text())
+    by_name = {row["arm_name"]: row for row in rows}
+    assert set(by_name) == {arm["name"] for arm in STUDY["arms"]}
+    tokens_per_epoch = TRAIN * LENGTH  # Markov sequences have no padding: every token is real
+    assert by_name["spt_e2"]["arm"] == "spt" and by_name["spt_e2"]["pretrain_tokens"] == 2 * tokens_per_epoch
+    matched = by_name["scratch_compute_matched_e2"]
+    assert matched["arm"] == "scratch_compute_matched" and matched["pretrain_tokens"] == 0
+    assert matched["budget_tokens"] == 2 * tokens_per_epoch and matched["pretrain_epochs"] == 2
+    assert by_name["scratch"]["budget_tokens"] == 0 and by_name["scratch_alibi"]["model"] == {
+        "position_embedding_type": "alibi"}
+    assert all(0 <= row["test_accuracy"] <= 1 for row in rows)
+    # the compute-matched arm of each budget trains for SPT's steps at that budget: (epochs + 1) x 4 batches
+    assert _max_steps(run / "cells/m/scratch_compute_matched_e1/seed0") == 2 * 4
+    assert _max_steps(run / "cells/m/scratch_compute_matched_e2/seed0") == 3 * 4
+    config = json.loads((run / "cells/m/scratch_alibi/seed0/config.json").read_text())  # the trained model's
+    assert config["position_embedding_type"] == "alibi"
+    checkpoints = json.loads((run / "budget_study_checkpoints.json").read_text())
+    assert [c["pretrain_epochs"] for c in checkpoints] == [1.0, 2.0]
+    assert all(c["mlm_loss"] > 0 and c["unigram_loss"] > 0 and len(c["near_ratio_by_layer"]) == 1 for c in checkpoints)
+    assert (run / "pretrain/m_e1_L1_s0/checkpoint_probe.json").exists()
+    report = (run / "budget_study.md").read_text()
+    assert "| 2 | 7.68e+02 |" in report and "| scratch_alibi |" in report
+    assert (run / "budget_study.png").stat().st_size > 0
+
+
+def test_arm_model_settings_and_budget_controls_are_checked():
+    assert not Arm("cm", compute_matched=True, pretrain_epochs=5).pretrain  # a budget for the control, not SPT
+    assert Arm("spt_e5", pretrain_epochs=5).pretrain
+    with pytest.raises(UserInputError, match="scratch arms"):
+        Arm("spt_alibi", pretrain=True, model={"position_embedding_type": "alibi"})
+    with pytest.raises(UserInputError, match="num_layers"):
+        Arm("deep", model={"num_hidden_layers": 3})
+    with pytest.raises(UserInputError, match="position_embeding_type"):
+        parse_grid({**STUDY, "arms": [{"name": "x", "model": {"position_embeding_type": "alibi"}}]})
+
+
+def test_summary_pairs_each_budget_with_its_controls():
+    rows = [{"config": "c", "arm": arm, "budget_tokens": tokens, "pretrain_epochs": epochs, "test_accuracy": acc}
+            for arm, tokens, epochs, acc in [("scratch", 0, None, 0.5), ("scratch_alibi", 0, None, 0.7),
+                                             ("spt", 100, 1, 0.6), ("scratch_compute_matched", 100, 1, 0.55),
+                                             ("spt", 1000, 10, 0.9), ("scratch_compute_matched", 1000, 10, 0.5)]]
+    summary = summarize_study(rows)["c"]
+    assert [b["budget_tokens"] for b in summary["budgets"]] == [100, 1000]
+    assert summary["budgets"][1]["gain_vs_scratch"] == pytest.approx(0.4)
+    assert summary["budgets"][1]["gain_vs_compute_matched"] == pytest.approx(0.4)
+    assert summary["budgets"][0]["gain_vs_compute_matched"] == pytest.approx(0.05)
+    assert list(summary["controls"]) == ["scratch_alibi"]
+    assert "| 10 | 1.00e+03 | 90.0 ± 0.0 (1) | 50.0 ± 0.0 (1) | +40.0 | +40.0 | n/a | n/a |" in study_markdown(
+        {"c": summary}, [])
+    assert arm_kind("spt_e10", 10) == "spt" and arm_kind("spt_1_epochs", 1) == "spt_1_epochs"
+
+
+@pytest.mark.parametrize("name", study_names())
+def test_shipped_studies_parse_with_both_controls_per_budget(name):
+    grid = study_grid(name, seeds=[0], output_dir="unused")
+    budgets = {arm.pretrain_epochs for arm in grid.arms if arm.pretrain and arm.init_parts is None}
+    matched = {arm.pretrain_epochs for arm in grid.arms if arm.compute_matched}
+    assert budgets and budgets <= matched and any(arm.name == "scratch" for arm in grid.arms)
+
+
+def test_unknown_study_names_the_shipped_ones():
+    with pytest.raises(UserInputError, match="pathfinder_budget"):
+        study_grid("no_such_study")
