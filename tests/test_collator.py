@@ -1,7 +1,15 @@
 """SPT masking and classification padding."""
 
-import torch
+import math
+from dataclasses import replace
 
+import pytest
+import torch
+from conftest import tiny_config
+from datasets import Dataset
+from transformers import Trainer, TrainingArguments
+
+from hf_spt.models.modeling_spt import SptForMaskedLM
 from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
 from hf_spt.models.tokenization_spt import build_word_tokenizer
 
@@ -105,3 +113,18 @@ def test_labels_inputs_and_replacement_shares_match_the_settings():
     replaced = shown[(shown != tokenizer.mask_token_id) & (shown != original[masked])]
     counts = torch.bincount(replaced, minlength=24)
     assert counts[:4].sum() == 0 and (counts[4:] > 0.7 * counts[4:].float().mean()).all(), "uniform over real tokens"
+
+
+@pytest.mark.parametrize("key", ["labels", "label"])
+def test_a_plain_trainer_pretrains_on_rows_that_still_carry_a_class_label(tmp_path, key):
+    tokenizer = build_word_tokenizer(SYMBOLS)
+    rows = [{**row, key: i % 3} for i, row in enumerate(_features(tokenizer, rows=8, length=12))]
+    model = SptForMaskedLM(tiny_config(vocab_size=len(tokenizer), max_position_embeddings=16))
+    args = TrainingArguments(str(tmp_path), max_steps=2, per_device_train_batch_size=4, report_to="none", use_cpu=True,
+                             save_strategy="no")
+    collator = DataCollatorForSpt(tokenizer, seed=0)
+    trainer = Trainer(model, args, train_dataset=Dataset.from_list(rows), data_collator=collator)
+    assert math.isfinite(trainer.train().training_loss)  # before: TypeError: len() of a 0-d tensor
+    for padding_free in (False, True):
+        batch = replace(collator, padding_free=padding_free)(rows[:4])
+        assert key not in batch or batch[key].shape == batch["input_ids"].shape  # per-token MLM targets only

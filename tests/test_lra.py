@@ -52,6 +52,23 @@ def test_missing_data_is_listed_with_what_to_put_where(tmp_path):
     assert runnable_tasks(suite)[1] == ["listops", "retrieval", "pathfinder"]
 
 
+def test_folders_without_the_files_their_loader_reads_are_no_data(tmp_path, lra_root, capsys):
+    import run_lra
+
+    empty = tmp_path / "empty"
+    for folder in ("text/train", "text/test", "image/train/cat", "image/test/cat",
+                   "pathfinder/curv_contour_length_14/metadata", "pathfinder/curv_contour_length_14/imgs"):
+        (empty / folder).mkdir(parents=True)
+    (empty / "text" / "train" / "neg").mkdir()  # one class of one split is not the data either
+    (empty / "text" / "train" / "neg" / "0_1.txt").write_text("dull")
+    assert find_lra_data(empty, ("text", "image", "pathfinder")) == {"text": None, "image": None, "pathfinder": None}
+    run_lra.main(run_lra.LraArguments(dry_run=True, data_root=str(empty)))
+    out = capsys.readouterr().out  # before: text, image and pathfinder counted as data present
+    for task in ("text", "image", "pathfinder"):
+        assert f"{task}: no data under {empty / task}" in out
+    assert all(folder is not None for folder in find_lra_data(lra_root).values())  # the released layouts count
+
+
 def test_full_scale_runs_the_published_recipe_per_task(lra_root, tmp_path):
     grid = lra_grid(LraSuite(output_dir=str(tmp_path / "run"), data_root=str(lra_root)))
     assert list(grid.tasks) == ["listops", "text", "retrieval", "image", "pathfinder"]

@@ -3,7 +3,9 @@ traceback; unexpected errors keep theirs."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import subprocess
 import sys
 import time
@@ -14,11 +16,13 @@ import pytest
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
+from hf_spt.experiments.arguments import DataArguments
 from hf_spt.experiments.cli import USER_ERROR_STATUS, run_cli
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import prepare_task
 from hf_spt.tasks import load_task
 from hf_spt.tasks.common import DataFormatError
+from hf_spt.tasks.custom import MAX_IMPLIED_LENGTH
 from hf_spt.training.model_factory import classification_model, pretraining_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,14 +33,16 @@ def load_ids(tmp_path: Path, ids: list[list[int]], **options):
     return load_task("custom", train_file=str(tmp_path / "train.parquet"), cache_dir=str(tmp_path / "cache"), **options)
 
 
-@pytest.mark.parametrize("bad_id", [-1, 10**9])
-def test_token_ids_out_of_range_name_file_and_row(tmp_path, bad_id):
+@pytest.mark.parametrize("bad_id, fix", [(-1, "Token ids are never negative."),
+                                         (10**9, "Ids that large need --task_options '{\"vocab_size\": N}' (and a model to match).")])
+def test_token_ids_out_of_range_name_file_and_row(tmp_path, bad_id, fix):
     rows = [[5, 6, 7]] * 10
     rows[3] = [5, bad_id, 7]
     start = time.perf_counter()
-    with pytest.raises(DataFormatError, match=rf"train.parquet, row 4: token id {bad_id} is outside \[0, 65536\)"):
+    with pytest.raises(DataFormatError, match=rf"train.parquet, row 4: token id {bad_id} is outside \[0, 65536\)") as error:
         load_ids(tmp_path, rows)  # before: a crash at step 2 (-1), or 8 GB of embeddings allocated (10**9)
     assert time.perf_counter() - start < 30
+    assert str(error.value).endswith(fix)  # before: a negative id was told "Ids that large need vocab_size"
 
 
 def test_vocab_size_option_bounds_the_ids(tmp_path):
@@ -124,3 +130,58 @@ def test_run_spt_bad_option_exits_2_without_traceback(tmp_path):
     assert unknown_flag.returncode == 2 and "Traceback" not in unknown_flag.stderr
     debug = subprocess.run(command + ["--debug"], capture_output=True, text=True, env=env)
     assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def run_spt_cli(argv: list[str], capsys) -> tuple[int, str]:
+    """run_scripts/run_spt.py's entry point as the script calls it: (exit status, its last line on stderr)."""
+    spec = importlib.util.spec_from_file_location("run_spt", ROOT / "run_scripts" / "run_spt.py")
+    run_spt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_spt)
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(lambda args: run_spt.main(*run_spt.parse_arguments(args)), argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return exit_info.value.code, err.strip().splitlines()[-1]  # the last line: datasets' progress bars come first
+
+
+def custom_run(tmp_path: Path, train_file: Path) -> list[str]:
+    return ["--task", "custom", "--train_file", str(train_file), "--output_dir", str(tmp_path / "run"),
+            "--task_options", f'{{"cache_dir": "{tmp_path / "cache"}"}}', "--report_to", "none", "--use_cpu"]
+
+
+def test_a_huge_row_stops_before_sizing_the_model_and_max_length_truncation_takes_it(tmp_path, capsys):
+    texts = [f"review {k}" for k in range(12)]
+    texts[6] = "x" * 200_000
+    pd.DataFrame({"text": texts, "label": [k % 2 for k in range(12)]}).to_csv(tmp_path / "train.csv", index=False)
+    status, err = run_spt_cli(custom_run(tmp_path, tmp_path / "train.csv"), capsys)
+    # before: max_length 200000 silently, training ran, and test evaluation asked for 240 GB
+    assert status == USER_ERROR_STATUS
+    assert err.startswith(f"error: {tmp_path / 'train.csv'}, row 7: column 'text' holds 200000 bytes (tokens), more "
+                          f"than the {MAX_IMPLIED_LENGTH} a data file may set as the length by itself. Pass "
+                          "--max_length N --truncation")
+    data_args = DataArguments(task="custom", train_file=str(tmp_path / "train.csv"), max_length=64, truncation=True)
+    task = prepare_task(data_args, seed=0)
+    assert task.preset.max_length == 64
+    assert max(len(ids) for split in task.dataset.values() for ids in split["input_ids"]) == 64
+    data_args.max_length, data_args.truncation = 200_000, False  # a length given is used as given
+    assert prepare_task(data_args, seed=0).preset.max_length == 200_000
+
+
+def test_jsonl_labels_mixing_strings_and_integers_name_a_row_of_each(tmp_path, capsys):
+    rows = [f'{{"text": "review {k}", "label": {k % 2 if k % 3 else chr(34) + "neg" + chr(34)}}}' for k in range(10)]
+    (tmp_path / "train.jsonl").write_text("\n".join(rows) + "\n")
+    status, err = run_spt_cli(custom_run(tmp_path, tmp_path / "train.jsonl"), capsys)
+    # before: pyarrow's ArrowNotImplementedError ('unique' has no kernel for extension<arrow.json>), a traceback
+    assert status == USER_ERROR_STATUS
+    assert err == (f"error: {tmp_path / 'train.jsonl'}: label column 'label' mixes kinds of values: row 1 holds the "
+                   "string 'neg', row 2 holds the integer 1. Give every label as a class name (a string, e.g. \"1\") "
+                   "or every label as a class id (an integer).")
+
+
+@pytest.mark.parametrize("cell, shown", [("5", "the integer 5"), ('["b"]', "the list ['b']")])
+def test_a_non_text_jsonl_cell_names_file_and_row(tmp_path, cell, shown):
+    rows = [f'{{"text": {cell if k == 2 else chr(34) + "review" + chr(34)}, "label": {k % 2}}}' for k in range(6)]
+    (tmp_path / "train.jsonl").write_text("\n".join(rows) + "\n")
+    with pytest.raises(DataFormatError, match=re.escape(f"train.jsonl, column 'text', row 3: the cell holds {shown}, not text")):
+        load_task("custom", train_file=str(tmp_path / "train.jsonl"), cache_dir=str(tmp_path / "cache"))
+        # before: "must hold text, found extension<arrow.json>", no row

@@ -82,6 +82,8 @@ def task_options(data_args: DataArguments, task_name: str) -> dict[str, Any]:
     options = dict(data_args.task_options)
     if task_name == "custom":
         options.update({name: getattr(data_args, name) for name in CUSTOM_DATA_FIELDS})
+        if data_args.max_length is not None:  # the length is given, so the files' longest example sets nothing
+            options.setdefault("max_implied_length", None)
     if data_args.preprocessing_num_workers is not None:
         options["num_proc"] = data_args.preprocessing_num_workers
     return options
@@ -98,6 +100,8 @@ def prepare_task(data_args: DataArguments, seed: int) -> Task:
 def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Task:
     """Cross-task SPT: the `--pretrain_task` inputs, fitted to `task`'s length; its vocabulary must be `task`'s."""
     options = dict(data_args.pretrain_task_options)
+    if data_args.pretrain_task == "custom":  # fitted to `task`'s length below, so its own longest example sets nothing
+        options.setdefault("max_implied_length", None)
     if data_args.preprocessing_num_workers is not None:
         options["num_proc"] = data_args.preprocessing_num_workers
     source = load_task(data_args.pretrain_task, data_dir=data_args.pretrain_data_dir, seed=seed, **options)

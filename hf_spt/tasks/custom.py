@@ -6,19 +6,22 @@ train (`validation_fraction` each, seeded). Columns: `text_column` (and `text_pa
 pairs, which become a two-tower task) tokenized at byte level, or an `input_ids` column of
 token ids used as is (ids 0-3 are [PAD], [MASK], [CLS], [UNK]; every id an integer below
 `vocab_size`, by default below the largest id + 1, at most 65536); `label_column` holds integer
-class ids or strings, which map to ids in sorted order (or the order of `label_names`) and land
-in the model config's id2label. The task is classification only: the training labels must hold
-two classes at least, and float labels (regression targets) are an error, never a silent regression.
+class ids or strings (one kind per column), which map to ids in sorted order (or the order of
+`label_names`) and land in the model config's id2label. The task is classification only: the
+training labels must hold two classes at least, and float labels (regression targets) are an
+error, never a silent regression. Without `max_length` the longest example sets the length, up to
+MAX_IMPLIED_LENGTH; a longer example is an error naming its row.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from datasets import Dataset, DatasetDict, load_dataset
+from datasets import Dataset, DatasetDict, Json, load_dataset
 from datasets.exceptions import DatasetGenerationError
 
 from ..errors import MissingInputError
@@ -32,6 +35,9 @@ LAYOUT = ("  --train_file FILE [--validation_file FILE] [--test_file FILE] (.csv
           "example per row),\n  or --data_dir FOLDER saved by DatasetDict.save_to_disk (a 'train' split at least)")
 SOURCE = "your own data."
 MAX_INFERRED_VOCAB = 65536
+# The longest length a file may set by itself: Path-X's 16384 tokens, the longest sequences of the package's tasks.
+# Attention memory grows with the square of the length, so a stray 200,000-byte row would size a model no GPU holds.
+MAX_IMPLIED_LENGTH = 16384
 
 
 def read_files(files: dict[str, str], cache_dir: str | None) -> DatasetDict:
@@ -70,6 +76,36 @@ def label_mapping(train: Dataset, label_column: str, label_names: list[str] | No
         return None
     raise DataFormatError(f"Label column {label_column!r} must hold class names (strings) or class ids (integers); "
                           f"found {sorted(map(repr, values))[:5]}.")
+
+
+def describe(value: Any) -> str:
+    """A cell's value for a message: its JSON kind and (shortened) repr, e.g. `the integer 1`."""
+    kinds = {str: "the string", bool: "the boolean", int: "the integer", float: "the number", list: "the list",
+             dict: "the object"}
+    shown = repr(value)
+    return f"{kinds.get(type(value), type(value).__name__)} {shown if len(shown) <= 40 else shown[:37] + '...'}"
+
+
+def check_label_cells(data: Dataset, where: str, label_column: str) -> None:
+    """Every label cell holds a value, all of one kind (class names or class ids); else an error naming the rows.
+
+    A JSON column mixing kinds reaches `datasets` as its `Json` feature, which Arrow cannot compare
+    (`unique` raised ArrowNotImplementedError); the error names a row of each kind instead.
+    """
+    column = data.data.column(label_column)
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DataFormatError(f"{where}, row {row + 1}: the label (column {label_column!r}) is empty; give every "
+                              "example its class (or drop the row).")
+    if not isinstance(data.features[label_column], Json):
+        return
+    first_of_kind: dict[type, tuple[int, Any]] = {}
+    for row, value in enumerate(data[label_column]):
+        first_of_kind.setdefault(type(value), (row, value))
+    examples = ", ".join(f"row {row + 1} holds {describe(value)}" for row, value in first_of_kind.values())
+    problem = "mixes kinds of values" if len(first_of_kind) > 1 else "holds no class names or ids"
+    raise DataFormatError(f"{where}: label column {label_column!r} {problem}: {examples}. Give every label as a "
+                          "class name (a string, e.g. \"1\") or every label as a class id (an integer).")
 
 
 def check_classes(train: Dataset, label_column: str, where: str) -> None:
@@ -114,8 +150,10 @@ def check_token_ids(data: Dataset, where: str, vocab_size: int | None) -> int:
     if bad.size:
         offsets = column.offsets.to_numpy()
         row = int(np.searchsorted(offsets, bad[0], side="right") - 1)
-        fix = ("" if vocab_size else " Ids that large need --task_options '{\"vocab_size\": N}' (and a model to match).")
-        raise DataFormatError(f"{where}, row {row + 1}: token id {int(ids[bad[0]])} is outside [0, {limit}): ids 0-3 "
+        bad_id = int(ids[bad[0]])
+        fix = (" Token ids are never negative." if bad_id < 0 else "" if vocab_size else
+               " Ids that large need --task_options '{\"vocab_size\": N}' (and a model to match).")
+        raise DataFormatError(f"{where}, row {row + 1}: token id {bad_id} is outside [0, {limit}): ids 0-3 "
                               f"are [PAD], [MASK], [CLS], [UNK], the others tokens of your vocabulary.{fix}")
     return int(ids.max()) if ids.size else 0
 
@@ -124,12 +162,30 @@ def check_text_cells(data: Dataset, where: str, columns: list[str]) -> None:
     """Every cell of the text `columns` holds a string; an empty (null) or non-text cell is an error naming the row."""
     for name in columns:
         column = data.data.column(name)
-        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            raise DataFormatError(f"{where}: text column {name!r} must hold text, found {column.type}.")
         if column.null_count:
             row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
             raise DataFormatError(f"{where}, column {name!r}, row {row + 1}: the cell is empty; give every example "
                                   "its text (or drop the row).")
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            row, value = next((row, value) for row, value in enumerate(data[name]) if not isinstance(value, str))
+            raise DataFormatError(f"{where}, column {name!r}, row {row + 1}: the cell holds {describe(value)}, not "
+                                  "text; give every example its text as a string (quoted in JSON).")
+
+
+def check_implied_length(data: Dataset, where: str, columns: list[str], limit: int) -> None:
+    """Without a given `max_length` the longest example sets it; an example longer than `limit` tokens is an
+    error naming its row and the fix, before any model is sized to it. Text is one token per UTF-8 byte."""
+    for name in columns:
+        column = data.data.column(name)
+        text = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+        lengths = (pc.binary_length(column) if text else pc.list_value_length(column)).to_numpy(zero_copy_only=False)
+        if lengths.size and lengths.max() > limit:
+            row = int(np.argmax(lengths > limit))
+            unit = "bytes (tokens)" if text else "token ids"
+            raise DataFormatError(f"{where}, row {row + 1}: column {name!r} holds {int(lengths[row])} {unit}, more than "
+                                  f"the {limit} a data file may set as the length by itself. Pass --max_length N "
+                                  f"--truncation to cut the examples to N tokens (e.g. --max_length {limit} "
+                                  "--truncation), or --max_length N alone if every example fits in N.")
 
 
 PRESET = TaskPreset(
@@ -159,11 +215,16 @@ def load_custom(
     label_names: list[str] | None = None,
     vocab_size: int | None = None,
     max_length: int | None = None,
+    max_implied_length: int | None = MAX_IMPLIED_LENGTH,
     validation_fraction: float = 0.1,
     num_proc: int | None = None,
     cache_dir: str | None = None,
 ) -> Task:
-    """Load, label-encode and byte-tokenize the user's data; `max_length` defaults to the longest example."""
+    """Load, label-encode and byte-tokenize the user's data; `max_length` defaults to the longest example.
+
+    That default is bounded by `max_implied_length` (None: unbounded), so a stray huge row stops here, naming
+    the row, instead of sizing the model; `run_spt.py --max_length N` lifts the bound (the length is given).
+    """
     if data_dir is not None and train_file is None:
         folder = require_path(data_dir, "Custom data folder", LAYOUT, SOURCE)
         if not is_saved_dataset(folder):
@@ -188,8 +249,13 @@ def load_custom(
         where = files[split] if train_file else f"{data_dir} ({split} split)"
         if "input_ids" in split_data.column_names:
             check_token_ids(split_data, where, vocab_size)
+            sequences = ["input_ids"]
         else:
-            check_text_cells(split_data, where, [c for c in (text_column, text_pair_column) if c])
+            sequences = [c for c in (text_column, text_pair_column) if c]
+            check_text_cells(split_data, where, sequences)
+        if max_length is None and max_implied_length is not None:
+            check_implied_length(split_data, where, sequences, max_implied_length)
+        check_label_cells(split_data, where, label_column)
     names = label_mapping(data["train"], label_column, label_names)
     check_classes(data["train"], label_column, files["train"] if train_file else f"{data_dir} (train split)")
     num_labels = len(names) if names is not None else max(data["train"].unique(label_column)) + 1
@@ -221,5 +287,6 @@ def load_custom(
     return Task("custom", dataset, tokenizer, preset, label_names=names, is_pair=bool(text_pair_column))
 
 
-__all__ = ["BUILDERS", "MAX_INFERRED_VOCAB", "read_files", "label_mapping", "check_classes", "encode_labels", "check_token_ids",
-           "check_text_cells", "load_custom"]
+__all__ = ["BUILDERS", "MAX_INFERRED_VOCAB", "MAX_IMPLIED_LENGTH", "read_files", "label_mapping", "describe",
+           "check_label_cells", "check_classes", "encode_labels", "check_token_ids", "check_text_cells",
+           "check_implied_length", "load_custom"]

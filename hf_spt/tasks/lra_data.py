@@ -9,8 +9,9 @@ releases use (the first name is the one to create; the others are accepted):
     ROOT/image/        {train,test}/<class>/*.png or a saved DatasetDict (cifar10)
     ROOT/pathfinder/   curv_contour_length_14/{imgs,metadata} (lra_release/pathfinder32)
 
-A folder counts as present only when the files its loader opens first are there, so a missing
-task is reported before any training, with its loader's expected layout (each loader's `LAYOUT`).
+A folder counts as present only when the files its loader reads are there (an empty `text/train`
+or Pathfinder `metadata` folder is no data), so a missing task is reported before any training,
+with its loader's expected layout (each loader's `LAYOUT`).
 ListOps and Pathfinder can be generated instead (`generated`).
 """
 
@@ -26,6 +27,7 @@ from .listops_generator import SPLIT_FILES as LISTOPS_FILES
 from .retrieval import SPLIT_FILES as AAN_FILES
 
 LRA_TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
+PATHFINDER_DIFFICULTY = "curv_contour_length_14"  # the folder of the LRA release's Pathfinder task
 
 
 @dataclass(frozen=True)
@@ -43,20 +45,36 @@ def _all_files(names) -> Callable[[Path], bool]:
     return lambda folder: all((folder / name).is_file() for name in names)
 
 
-def _split_folders_or_saved(folder: Path) -> bool:
-    return is_saved_dataset(folder) or all((folder / split).is_dir() for split in ("train", "test"))
+def _has_files(folder: Path, pattern: str) -> bool:
+    """Whether `folder` holds a file matching `pattern` (an empty or missing folder holds none)."""
+    return any(path.is_file() for path in folder.glob(pattern))
+
+
+def _imdb_folder(folder: Path) -> bool:
+    """A saved DatasetDict, or reviews (`*.txt`) of both classes in both splits, as `text.read_imdb_folder` reads."""
+    return is_saved_dataset(folder) or all(_has_files(folder / split / label, "*.txt")
+                                           for split in ("train", "test") for label in text.LABEL_NAMES)
+
+
+def _image_folder(folder: Path) -> bool:
+    """A saved DatasetDict, or image files in class folders of both splits (`train/<class>/*`, `test/<class>/*`)."""
+    return is_saved_dataset(folder) or all(_has_files(folder / split, "*/*") for split in ("train", "test"))
+
+
+def _pathfinder_folder(folder: Path) -> bool:
+    """Metadata files (`metadata/*.npy`, which `pathfinder.read_pathfinder_metadata` reads) of the LRA difficulty."""
+    return _has_files(folder / PATHFINDER_DIFFICULTY / "metadata", "*.npy")
 
 
 LRA_DATA: dict[str, LraData] = {
     "listops": LraData(("listops", "listops-1000"), _all_files(LISTOPS_FILES.values()), listops.LAYOUT, listops.SOURCE,
                        generated=True),
-    "text": LraData(("text", "aclImdb"), _split_folders_or_saved, text.LAYOUT, text.SOURCE, generated=False),
+    "text": LraData(("text", "aclImdb"), _imdb_folder, text.LAYOUT, text.SOURCE, generated=False),
     "retrieval": LraData(("retrieval", "tsv_data"), _all_files(AAN_FILES.values()), retrieval.LAYOUT,
                          retrieval.SOURCE, generated=False),
-    "image": LraData(("image", "cifar10"), _split_folders_or_saved, image.LAYOUT, image.SOURCE, generated=False),
-    "pathfinder": LraData(("pathfinder", "pathfinder32"),
-                          lambda folder: (folder / "curv_contour_length_14" / "metadata").is_dir(),
-                          pathfinder.LAYOUT.format(difficulty="curv_contour_length_14"), pathfinder.SOURCE,
+    "image": LraData(("image", "cifar10"), _image_folder, image.LAYOUT, image.SOURCE, generated=False),
+    "pathfinder": LraData(("pathfinder", "pathfinder32"), _pathfinder_folder,
+                          pathfinder.LAYOUT.format(difficulty=PATHFINDER_DIFFICULTY), pathfinder.SOURCE,
                           generated=True),
 }
 
@@ -85,4 +103,4 @@ def missing_data_report(data_root: str | Path | None, found: dict[str, Path | No
     return "\n".join(lines)
 
 
-__all__ = ["LRA_TASKS", "LRA_DATA", "LraData", "find_lra_data", "missing_data_report"]
+__all__ = ["LRA_TASKS", "PATHFINDER_DIFFICULTY", "LRA_DATA", "LraData", "find_lra_data", "missing_data_report"]

@@ -5,7 +5,9 @@ with one vectorised `isin` (not a Python loop per row, which dominates step time
 and the BERT-style random replacements draw only real tokens, never [PAD]/[MASK]/[CLS]/[UNK].
 Rows that already carry `labels` (a validation set masked once by `fixed_masking`) are only
 padded, so evaluation reads the same masks every time, across resumes too, while training
-masking stays random. `DataCollatorForClassification` pads `input_ids` (and `pair_input_ids` of
+masking stays random. A class label a row still carries (`label`, `labels` or `label_ids`
+holding one value, as a classification data set in a plain `Trainer` passes it) is dropped
+(`without_class_labels`), as `PretrainTrainer` drops the label columns of its data sets. `DataCollatorForClassification` pads `input_ids` (and `pair_input_ids` of
 two-tower tasks) with the tokenizer's `pad`.
 
 With `padding_free=True` both lay a batch's rows end to end in one row instead, as transformers'
@@ -16,12 +18,34 @@ Masking draws per token, so packing masks each sequence as padding would.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import torch
 from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase
+from transformers.utils import logging
+
+logger = logging.get_logger(__name__)
+CLASS_LABEL_KEYS = ("label", "labels", "label_ids")  # the names transformers' Trainer passes labels under
+
+
+def without_class_labels(rows: list[Any]) -> list[Any]:
+    """`rows` without their class labels: the `CLASS_LABEL_KEYS` holding one value per row (a class id or name).
+
+    Masked-token training reads the inputs only; its targets are the masked tokens. Per-token `labels`
+    (a row masked beforehand, `fixed_masking`) stay. Rows that are not mappings are returned as they are.
+    """
+    if not (rows and isinstance(rows[0], Mapping)):
+        return rows
+    dropped = [key for key in CLASS_LABEL_KEYS if key in rows[0] and np.ndim(rows[0][key]) == 0]
+    if not dropped:
+        return rows
+    logger.warning_once(f"DataCollatorForSpt drops the class labels {dropped} of its rows: masked-token training "
+                        "reads the inputs only (remove the column to silence this).")
+    return [{key: value for key, value in row.items() if key not in dropped} for row in rows]
 
 
 @dataclass
@@ -44,7 +68,8 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
 
     def torch_call(self, examples: list[Any]) -> dict[str, Any]:
         """Mask and pad the rows; rows masked beforehand (with `labels`) are padded only (labels with -100).
-        With `padding_free`, mask and pack them (`flatten`)."""
+        With `padding_free`, mask and pack them (`flatten`). Class labels are dropped (`without_class_labels`)."""
+        examples = without_class_labels(examples)
         if self.padding_free:
             batch = flatten(examples)
             if "labels" in examples[0]:
@@ -133,4 +158,5 @@ class DataCollatorForClassification:
         return batch
 
 
-__all__ = ["DataCollatorForSpt", "DataCollatorForClassification", "fixed_masking", "flatten"]
+__all__ = ["CLASS_LABEL_KEYS", "DataCollatorForSpt", "DataCollatorForClassification", "fixed_masking", "flatten",
+           "without_class_labels"]
