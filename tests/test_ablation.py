@@ -95,3 +95,28 @@ def test_gain_recovered_is_relative_to_scratch_and_spt():
     assert summary["scratch"]["mean"] == pytest.approx(0.55)
     assert gain_recovered(summary, "hybrid_qk") == pytest.approx(0.25 / 0.35)
     assert gain_recovered(summary, "scratch") == pytest.approx(0.0)
+
+
+def test_ranks_are_dealt_units_in_turn_longest_pretraining_first_then_the_cells_that_need_a_checkpoint(tmp_path,
+                                                                                                         monkeypatch):
+    """Stage one holds the SPT jobs (longest first) and the scratch cells, stage two the cells that start from a
+    checkpoint; rank r of n takes units r, r + n, ... of each stage, with a barrier between the stages."""
+    grid = parse_grid({**tiny_grid(tmp_path, [{"name": "scratch"}, {"name": "spt_e1", "pretrain_epochs": 1},
+                                              {"name": "spt_e3", "pretrain_epochs": 3}]), "seeds": [0]})
+
+    class SecondOfTwoRanks:
+        process_index, num_processes, local_process_index, is_main_process = 1, 2, 1, False
+        device = torch.device("cpu")
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def wait_for_everyone(self):
+            ran.append("barrier")
+
+    ran: list = []
+    monkeypatch.setattr(ablation, "PartialState", SecondOfTwoRanks)
+    monkeypatch.setattr(ablation, "_run_unit", lambda grid, kind, unit, *args: ran.append(unit))
+    run_grid(grid)
+    # stage one: [e3 job, e1 job, scratch cell] -> this rank takes the e1 job; stage two: [spt_e1, spt_e3] -> spt_e3
+    assert ran == [PretrainJob("m", 1.0, 1, 0), "barrier", cells(grid)[2], "barrier"]
