@@ -12,11 +12,12 @@ import json
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import random_batch, tiny_config
+from conftest import enable_activation_checkpointing, random_batch, tiny_config
 from datasets import Dataset
 from transformers import (AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer, BertConfig,
                           DataCollatorForLanguageModeling, Trainer, TrainingArguments, pipeline)
@@ -112,7 +113,10 @@ def test_gradient_checkpointing_gives_equal_gradients(cls, position):
     for checkpointing in (False, True):
         model = build(cls, position).train()
         if checkpointing:
-            model.gradient_checkpointing_enable()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", FutureWarning)  # no deprecated name
+                enable_activation_checkpointing(model)
+            assert model.is_activation_checkpointing
         model(**batch)[0].float().square().mean().backward()
         gradients.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
     for plain, checkpointed in zip(*gradients, strict=True):
