@@ -47,6 +47,15 @@ def random_batch(batch: int = 3, length: int = 12, vocab: int = 99, seed: int = 
     return {"input_ids": ids, "attention_mask": mask}
 
 
+def enable_activation_checkpointing(model) -> None:
+    """transformers' current name (`activation_checkpointing_enable`; `gradient_checkpointing_enable` is its
+    deprecated alias in 5.24) where the installed version has it, the old one otherwise, as its Trainer does."""
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable()
+    else:
+        model.gradient_checkpointing_enable()
+
+
 @pytest.fixture
 def without_peft(monkeypatch):
     """`import peft` fails inside the test, as on a machine without the [peft] extra."""

@@ -12,11 +12,12 @@ import json
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import random_batch, tiny_config
+from conftest import enable_activation_checkpointing, random_batch, tiny_config
 from datasets import Dataset
 from transformers import (AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer, BertConfig,
                           DataCollatorForLanguageModeling, Trainer, TrainingArguments, pipeline)
@@ -112,7 +113,10 @@ def test_gradient_checkpointing_gives_equal_gradients(cls, position):
     for checkpointing in (False, True):
         model = build(cls, position).train()
         if checkpointing:
-            model.gradient_checkpointing_enable()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", FutureWarning)  # no deprecated name
+                enable_activation_checkpointing(model)
+            assert model.is_activation_checkpointing
         model(**batch)[0].float().square().mean().backward()
         gradients.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
     for plain, checkpointed in zip(*gradients, strict=True):
@@ -197,43 +201,68 @@ HIDDEN_PACKAGE_LOADER = textwrap.dedent('''
     except ModuleNotFoundError:
         pass
     import torch
-    from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer
+    import transformers
+    from transformers import AutoTokenizer, pipeline
 
-    folders = json.loads(sys.argv[1])
-    for folder, auto in folders.items():
-        model = getattr(sys.modules["transformers"], auto).from_pretrained(folder, trust_remote_code=True).eval()
-        assert not type(model).__module__.startswith("hf_spt"), type(model).__module__
+    for folder, autos in json.loads(sys.argv[1]).items():
         batch = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)(["s1 s2 s3", "s4"], padding=True,
                                                                              return_tensors="pt")
-        with torch.no_grad():
-            torch.save(model(**batch)[0], f"{folder}/remote_output.pt")
+        for auto in autos:
+            model = getattr(transformers, auto).from_pretrained(folder, trust_remote_code=True).eval()
+            assert not type(model).__module__.startswith("hf_spt"), type(model).__module__
+            with torch.no_grad():
+                torch.save(model(**batch)[0], f"{folder}/remote_{auto}.pt")
+        if "AutoModel" in autos:  # the pipeline loads the folder with AutoModel
+            features = pipeline("feature-extraction", model=folder, trust_remote_code=True, device="cpu")
+            assert not type(features.model).__module__.startswith("hf_spt"), type(features.model).__module__
+            torch.save(torch.tensor(features("s1 s2 s3")), f"{folder}/remote_features.pt")
 ''')
 
+SPT_AUTO_CLASSES = {"AutoConfig", "AutoModel", "AutoModelForMaskedLM", "AutoModelForSequenceClassification"}
 
-def test_trust_remote_code_loads_without_hf_spt(tmp_path):
+
+def test_trust_remote_code_loads_every_head_without_hf_spt(tmp_path):
+    """Each saved folder maps every class its copied code holds, whichever class saved it: an SPT
+    masked-LM checkpoint loads as a classifier (run_classification.py's `--trust_remote_code`), as the
+    bare encoder and in the feature-extraction pipeline, in an interpreter where hf_spt cannot be imported."""
     tok = tokenizer()
     backbone = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+    spt_autos = ["AutoModel", "AutoModelForMaskedLM", "AutoModelForSequenceClassification"]
     models = {
-        "spt_classifier": (build(SptForSequenceClassification, "alibi"), "AutoModelForSequenceClassification"),
-        "spt_mlm": (build(SptForMaskedLM, "rotary"), "AutoModelForMaskedLM"),
+        "spt_classifier": (build(SptForSequenceClassification, "alibi"), spt_autos, SPT_AUTO_CLASSES),
+        "spt_mlm": (build(SptForMaskedLM, "rotary"), spt_autos, SPT_AUTO_CLASSES),
+        "spt_encoder": (build(SptModel, "learned"), spt_autos, SPT_AUTO_CLASSES),
         "backbone_classifier": (BackboneForSequenceClassification(BackboneClassifierConfig(backbone=backbone,
                                                                                            num_labels=2)).eval(),
-                                "AutoModelForSequenceClassification"),
+                                ["AutoModelForSequenceClassification"],
+                                {"AutoConfig", "AutoModelForSequenceClassification"}),
     }
     folders = {}
-    for name, (model, auto) in models.items():
+    for name, (model, autos, mapped) in models.items():
         model.save_pretrained(tmp_path / name)
         tok.save_pretrained(tmp_path / name)
-        assert json.loads((tmp_path / name / "config.json").read_text())["auto_map"][auto]
-        folders[str(tmp_path / name)] = auto
+        assert set(json.loads((tmp_path / name / "config.json").read_text())["auto_map"]) == mapped, name
+        folders[str(tmp_path / name)] = autos
     env = {"HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "PATH": "/usr/bin:/bin",
            "HOME": str(tmp_path)}
     result = subprocess.run([sys.executable, "-c", HIDDEN_PACKAGE_LOADER, json.dumps(folders)], env=env,
                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     batch = tok(["s1 s2 s3", "s4"], padding=True, return_tensors="pt")
-    for name, (model, _) in models.items():
-        torch.testing.assert_close(torch.load(tmp_path / name / "remote_output.pt"), first_output(model, batch))
+    single = tok(["s1 s2 s3"], return_tensors="pt")
+    for name, (model, autos, _) in models.items():
+        folder = tmp_path / name
+        encoder = model.base_model  # the SPT encoder (or BERT backbone) inside every head
+        for auto in autos:
+            remote = torch.load(folder / f"remote_{auto}.pt")
+            if auto == type(model)._auto_class:  # the class that saved the folder
+                torch.testing.assert_close(remote, first_output(model, batch))
+            elif auto == "AutoModel":
+                torch.testing.assert_close(remote, first_output(encoder, batch))  # the encoder's hidden states
+            else:
+                assert remote.shape[0] == 2  # another head on the same encoder: new head weights, right batch
+        if "AutoModel" in autos:
+            torch.testing.assert_close(torch.load(folder / "remote_features.pt"), first_output(encoder, single))
 
 
 def test_trainer_evaluate_with_run_mlm_accuracy_metric(tmp_path):

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 from conftest import random_batch, tiny_config
@@ -60,6 +65,34 @@ def test_saved_adapter_reloads_with_the_same_logits(tmp_path):
     assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
     reloaded = peft.AutoPeftModelForSequenceClassification.from_pretrained(tmp_path / "adapter").eval()
     torch.testing.assert_close(reloaded(**batch).logits, expected, rtol=0, atol=1e-6)
+
+
+PLAIN_PEFT = textwrap.dedent('''
+    import json
+    import hf_spt
+    from peft import LoraConfig, get_peft_model
+
+    config = hf_spt.SptConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                              intermediate_size=37, num_labels=3)
+    model = get_peft_model(hf_spt.SptForSequenceClassification(config), LoraConfig(task_type="SEQ_CLS", r=4))
+    print(json.dumps({"targets": sorted(model.peft_config["default"].target_modules),
+                      "trainable": sorted(name for name, p in model.named_parameters() if p.requires_grad)}))
+''')
+
+
+def test_plain_peft_finds_spt_default_targets_after_import_hf_spt():
+    """As for BERT: `LoraConfig(task_type="SEQ_CLS")` without `target_modules` needs only `import hf_spt`
+    (a fresh interpreter, so nothing but the package's import registers SPT with peft)."""
+    result = subprocess.run([sys.executable, "-c", PLAIN_PEFT], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["targets"] == ["q_proj", "v_proj"]
+    assert {name.split(".layers.")[-1] for name in found["trainable"] if "lora_" in name} == {
+        f"{layer}.attention.{projection}.lora_{part}.default.weight"
+        for layer in (0, 1) for projection in ("q_proj", "v_proj") for part in "AB"}
+    assert {name for name in found["trainable"] if "lora_" not in name} == {
+        "base_model.model.classifier.modules_to_save.default.weight",
+        "base_model.model.classifier.modules_to_save.default.bias"}
 
 
 def test_missing_peft_names_the_extra(without_peft):

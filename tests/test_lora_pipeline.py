@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import tiny_config
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 from tiny_backbone_runs import tiny_arguments
 
+from hf_spt import SptForSequenceClassification
 from hf_spt.errors import UserInputError
+from hf_spt.experiments.arguments import ExperimentArguments
 from hf_spt.experiments.cli import USER_ERROR_STATUS, run_cli
 from hf_spt.experiments.command_line import parse_arguments
+from hf_spt.experiments.lora_finetuning import with_adapters
 from hf_spt.experiments.model_config import build_backbone_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
 from hf_spt.experiments.run_folder import resume_checkpoint
@@ -96,8 +101,34 @@ def test_lora_comparison_runs_the_three_arms_and_saves_a_loadable_adapter(tmp_pa
     assert ModelCard.load(run_folder / "pretrained_full" / "README.md").data.library_name == "transformers"
 
 
-def test_lora_after_spt_trains_the_full_model_then_adapters_on_its_weights(tmp_path, monkeypatch):
+NO_BASE_CONFIG = "Could not find a config file"  # peft's save-time warning when the adapter's base is not found
+
+
+def test_saving_a_lora_arm_sends_peft_looking_for_no_base_config(tmp_path, monkeypatch):
+    """peft's save checks the base's vocabulary through the config of the folder the adapter names; an arm names
+    `spt/base` relative to its run folder, which a process run from elsewhere cannot find: every save warned that
+    peft 'Could not find a config file in spt/base' (and, online, asked the Hub for a repo called spt/base)."""
+    hub_lookups = []
+    monkeypatch.setattr(peft.utils.save_and_load, "check_file_exists_on_hf_hub",
+                        lambda *args, **kwargs: hub_lookups.append(args))  # None: peft's "could not tell"
+    folder = tmp_path / "run" / "spt"
+    torch.manual_seed(0)
+    model = with_adapters(SptForSequenceClassification(tiny_config()), ExperimentArguments(finetune_method="lora"),
+                          folder)
+    monkeypatch.chdir(tmp_path)  # the command's working directory, not the run folder
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.save_pretrained(folder / "checkpoint-1", is_main_process=True)  # as the Trainer saves
+    assert not [str(warning.message) for warning in caught if NO_BASE_CONFIG in str(warning.message)]
+    assert hub_lookups == []
+    saved = folder / "checkpoint-1"
+    assert json.loads((saved / "adapter_config.json").read_text())["base_model_name_or_path"] == "spt/base"
+    assert all("embed" not in key for key in load_file(saved / "adapter_model.safetensors"))  # base/ holds those
+
+
+def test_lora_after_spt_trains_the_full_model_then_adapters_on_its_weights(tmp_path, monkeypatch, recwarn):
     run_experiment(*tiny_arguments(tmp_path, finetune_method="lora", lora_r=2, max_steps=2))
+    assert not [str(warning.message) for warning in recwarn if NO_BASE_CONFIG in str(warning.message)]
     assert (tmp_path / "pretrain" / "model.safetensors").is_file()  # SPT: the full model
     arms = {arm["arm"]: arm for arm in json.loads((tmp_path / "results.json").read_text())["arms"]}
     assert set(arms) == {"scratch", "spt"}

@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from conftest import random_batch, tiny_config
+from conftest import enable_activation_checkpointing, random_batch, tiny_config
 from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification
 
 from hf_spt import SptConfig, SptForMaskedLM, SptForSequenceClassification, SptModel
@@ -125,7 +125,7 @@ def test_gradient_checkpointing_gives_the_same_gradients(config):
         torch.manual_seed(0)
         model = SptForSequenceClassification(config).train()
         if checkpointing:
-            model.activation_checkpointing_enable()
+            enable_activation_checkpointing(model)
             assert model.spt.layers[0].gradient_checkpointing
         model(**batch, labels=labels).loss.backward()
         grads.append(model.spt.layers[0].attention.q_proj.weight.grad.clone())

@@ -19,6 +19,7 @@ model, and LoRA applies to fine-tuning its weights.
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,11 @@ def with_adapters(model: PreTrainedModel, exp: ExperimentArguments, folder: Path
     wrapped = apply_lora(model, r=exp.lora_r, lora_alpha=exp.lora_alpha, lora_dropout=exp.lora_dropout,
                          target_modules=target_modules(exp))
     wrapped.peft_config["default"].base_model_name_or_path = base_reference(folder)
+    # On every save (each checkpoint too) peft asks whether the vocabulary changed, reading the config of the base
+    # the adapter names from the working directory, else the Hub: names relative to the run folder are neither, so
+    # it warned "Could not find a config file in spt/base" (online, it would ask the Hub for a repo `spt/base`).
+    # The answer is known: base/ is this very model, whose embeddings LoRA neither trains nor resizes.
+    wrapped.save_pretrained = partial(type(wrapped).save_pretrained, wrapped, save_embedding_layers=False)
     return wrapped
 
 

@@ -8,6 +8,8 @@ base model plus a small module. Parameter names are a contract used by partial l
 
 from __future__ import annotations
 
+import os
+
 import torch
 from torch import nn
 from transformers import PreTrainedModel
@@ -129,6 +131,15 @@ class SptPreTrainedModel(PreTrainedModel):
                 init.copy_(module.alibi_slopes, alibi_slopes(self.config.num_attention_heads))
         elif isinstance(module, SptLMHead):
             init.zeros_(module.bias)
+
+    def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:
+        """transformers' `save_pretrained`; where the classes are registered for remote code (`import
+        hf_spt`, or loaded with `trust_remote_code=True`), `auto_map` names every head of this module, not
+        only the class saving: the copied `modeling_spt.py` holds them all, so a masked-LM checkpoint
+        loads as a classifier, as the bare encoder or in a pipeline without hf_spt too."""
+        if self.is_remote_code():
+            self.config.auto_map = {**(getattr(self.config, "auto_map", None) or {}), **remote_auto_map()}
+        super().save_pretrained(save_directory, *args, **kwargs)
 
 
 class SptModel(SptPreTrainedModel):
@@ -320,7 +331,20 @@ class SptForSequenceClassification(PooledClassifierMixin, SptPreTrainedModel):
         self.post_init()
 
 
+# The Auto class each head is registered with (`hf_spt.models`), and so mapped in every saved `auto_map`.
+AUTO_CLASSES = {"AutoModel": SptModel, "AutoModelForMaskedLM": SptForMaskedLM,
+                "AutoModelForSequenceClassification": SptForSequenceClassification}
+
+
+def remote_auto_map() -> dict[str, str]:
+    """`auto_map` entries for every head, named as transformers' `custom_object_save` names the saving one
+    (`modeling_spt.SptModel`: the copied file's module name, then the class)."""
+    return {auto: f"{cls.__module__.rpartition('.')[2]}.{cls.__name__}" for auto, cls in AUTO_CLASSES.items()}
+
+
 __all__ = [
+    "AUTO_CLASSES",
+    "remote_auto_map",
     "SptPreTrainedModel",
     "SptModel",
     "SptForMaskedLM",

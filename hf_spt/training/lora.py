@@ -4,9 +4,12 @@ Balestriero & Huang compare a randomly initialised model trained from scratch wi
 architecture's pretrained checkpoint fine-tuned with LoRA. `apply_lora` wraps a classifier
 (`SptForSequenceClassification` or `BackboneForSequenceClassification`) in peft's
 `PeftModelForSequenceClassification`: adapters on `target_modules` (peft's per-architecture
-default, or `q_proj`/`v_proj` for the SPT encoder), the classifier head trained in full
+default; `q_proj`/`v_proj` for the SPT encoder, registered below), the classifier head trained in full
 (`modules_to_save`, as peft's own sequence-classification examples do), every other weight frozen.
 `peft` is an optional extra (`pip install -e ".[peft]"`); without it these functions say so.
+Importing this module (as `import hf_spt` does) registers SPT's default targets in peft's
+per-architecture tables, so plain `peft.LoraConfig(task_type="SEQ_CLS")` without `target_modules`
+works on an SPT model as it does on BERT.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from transformers import PreTrainedModel
 
 from ..errors import UserInputError
 
-SPT_TARGET_MODULES = ("q_proj", "v_proj")  # the SPT encoder's names for W_Q and W_V (as Llama's)
+SPT_ATTENTION_MODULES = frozenset({"q_proj", "k_proj", "v_proj", "o_proj"})  # W_Q, W_K, W_V, W_O, named as Llama's
 HEAD_MODULES = ("classifier",)  # the pooled classifier of both hf_spt heads
 
 
@@ -34,6 +37,21 @@ def require_peft() -> Any:
     return peft
 
 
+def register_peft_defaults() -> None:
+    """Give `model_type="spt"` peft's default targets wherever Llama's default is attention projections only
+    (LoRA and its relatives: `q_proj`/`v_proj`; BEFT: `v_proj`), since SPT names them as Llama does.
+    Tables whose Llama default names MLP modules (IA3's `down_proj`) stay without SPT: its MLP differs.
+    Nothing happens without peft; an entry already there (a user's own) is kept."""
+    try:
+        from peft.utils import constants
+    except ImportError:
+        return
+    for name, table in vars(constants).items():
+        llama = table.get("llama") if name.endswith("_TARGET_MODULES_MAPPING") else None
+        if llama and set(llama) <= SPT_ATTENTION_MODULES:
+            table.setdefault("spt", list(llama))
+
+
 def backbone_type(model: PreTrainedModel) -> str:
     """The architecture the adapters go into: the backbone's `model_type` for an any-backbone classifier."""
     config = model.config
@@ -41,11 +59,9 @@ def backbone_type(model: PreTrainedModel) -> str:
 
 
 def default_target_modules(model: PreTrainedModel) -> list[str]:
-    """peft's per-architecture default LoRA targets; `q_proj`/`v_proj` for the SPT encoder."""
+    """peft's per-architecture default LoRA targets (`q_proj`/`v_proj` for the SPT encoder, registered above)."""
     peft = require_peft()
     kind = backbone_type(model)
-    if kind == "spt":
-        return list(SPT_TARGET_MODULES)
     mapping = peft.utils.constants.TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
     if kind not in mapping:
         raise UserInputError(
@@ -88,5 +104,7 @@ def parameter_counts(model: nn.Module) -> dict[str, int]:
     return {"trainable_parameters": trainable, "total_parameters": total}
 
 
-__all__ = ["SPT_TARGET_MODULES", "require_peft", "backbone_type", "default_target_modules", "apply_lora",
-           "parameter_counts"]
+register_peft_defaults()
+
+__all__ = ["SPT_ATTENTION_MODULES", "register_peft_defaults", "require_peft", "backbone_type", "default_target_modules",
+           "apply_lora", "parameter_counts"]
