@@ -29,6 +29,27 @@ def results(folder: Path) -> dict:
     return json.loads((folder / "results.json").read_text())
 
 
+# item 13: a failed run leaves nothing that blocks the corrected re-run
+
+
+def test_a_failed_load_leaves_no_definition_and_names_a_flag(tmp_path):
+    run(tmp_path, mode="spt")  # one layer
+    with pytest.raises(UserInputError, match="--num_hidden_layers 1") as raised:
+        run(tmp_path, mode="finetune", init_parts="qk", num_hidden_layers=2)
+    assert "layer_map={1: 0}" not in str(raised.value)  # before: advice with no flag
+    assert not (tmp_path / "spt" / DEFINITION_NAME).exists()
+    corrected = run(tmp_path, mode="finetune", init_parts="qk")  # before: refused, the failed run's definition differs
+    assert corrected["arms"][0]["loaded"]["qk"]
+
+
+def test_a_lora_run_failing_after_it_wrote_leaves_its_folder_empty(tmp_path):
+    with pytest.raises(UserInputError, match="LoRA target modules"):
+        run(tmp_path, mode="scratch", finetune_method="lora", lora_target_modules="no_such_module")
+    assert not (tmp_path / "scratch").exists() or not any((tmp_path / "scratch").iterdir())
+    corrected = run(tmp_path, mode="scratch", finetune_method="lora", lora_target_modules="q_proj,v_proj")
+    assert corrected["arms"][0]["finetune_method"] == "lora"
+
+
 # item 17: atomic writes respect the umask
 
 

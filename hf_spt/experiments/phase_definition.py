@@ -147,13 +147,18 @@ def differences(old: Any, new: Any, prefix: str = "") -> list[str]:
 RESTART_ADVICE = "Use another --output_dir, or --overwrite_output_dir to clear the phase folders and start over."
 
 
+def holds_nothing(folder: Path) -> bool:
+    """Whether `folder` is missing, empty, or holds only a definition killed mid-write."""
+    return not folder.is_dir() or not any(path.name != TEMPORARY_NAME for path in folder.iterdir())
+
+
 def phase_folder_problem(folder: Path, definition: Mapping[str, Any]) -> str | None:
     """Why `folder` cannot be this phase's (None: it can): it holds a phase defined otherwise, or an unrecorded one.
 
     An empty or missing folder (or one holding only a definition killed mid-write), and one whose
     recorded definition equals `definition`, pass.
     """
-    if not folder.is_dir() or not any(path.name != TEMPORARY_NAME for path in folder.iterdir()):
+    if holds_nothing(folder):
         return None
     recorded = read_definition(folder)
     if recorded is None:
@@ -217,4 +222,5 @@ def finetune_definition(
 
 __all__ = ["DEFINITION_NAME", "PhaseDefinitionMismatch", "dataset_fingerprint", "training_settings",
            "definition_digest", "phase_definition", "pretrain_definition", "finetune_definition", "read_definition",
-           "differences", "phase_folder_problem", "check_phase_folders", "check_phase_folder", "record_definition"]
+           "differences", "holds_nothing", "phase_folder_problem", "check_phase_folders", "check_phase_folder",
+           "record_definition"]
