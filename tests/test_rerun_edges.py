@@ -29,6 +29,23 @@ def results(folder: Path) -> dict:
     return json.loads((folder / "results.json").read_text())
 
 
+# item 5: a plain checkpoint (no phase_definition.json) is identified by its content
+
+
+def test_a_plain_checkpoint_replaced_in_place_changes_the_definition(tmp_path):
+    run(tmp_path / "source", mode="spt")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for name in ("model.safetensors", "config.json"):
+        shutil.copy(tmp_path / "source" / "pretrain" / name, plain / name)
+    run(tmp_path / "run", mode="finetune", init_from=str(plain))
+    run(tmp_path / "run", mode="finetune", init_from=str(plain))  # unchanged: the finished phase is reused
+    weights = load_file(plain / "model.safetensors")
+    save_file({key: value + 1.0 for key, value in weights.items()}, plain / "model.safetensors")  # new weights, same path
+    with pytest.raises(PhaseDefinitionMismatch, match=r"init_from\.weights"):
+        run(tmp_path / "run", mode="finetune", init_from=str(plain))  # before: reported the old weights' numbers
+
+
 # item 13: a failed run leaves nothing that blocks the corrected re-run
 
 
