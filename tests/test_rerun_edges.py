@@ -29,6 +29,39 @@ def results(folder: Path) -> dict:
     return json.loads((folder / "results.json").read_text())
 
 
+# item 4: --mode finetune loads a checkpoint whole
+
+
+def test_finetune_from_a_checkpoint_trains_with_the_given_dropout(tmp_path, monkeypatch):
+    run(tmp_path, mode="spt")  # a checkpoint trained without dropout
+    built = []
+    real = pipeline.classification_model
+    monkeypatch.setattr(pipeline, "classification_model", lambda *a, **k: built.append(real(*a, **k)) or built[-1])
+    run(tmp_path, mode="finetune", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.2)
+    model = built[0]
+    assert {module.p for module in model.modules() if isinstance(module, torch.nn.Dropout)} == {0.1}  # before: {0.0}
+    assert model.config.attention_probs_dropout_prob == 0.2  # read by the attention at every forward
+    trained = json.loads((tmp_path / "spt" / "config.json").read_text())
+    recorded = json.loads((tmp_path / "spt" / DEFINITION_NAME).read_text())["model"]
+    assert trained["hidden_dropout_prob"] == recorded["hidden_dropout_prob"] == results(tmp_path)["model"][
+        "hidden_dropout_prob"] == 0.1
+    assert trained["attention_probs_dropout_prob"] == recorded["attention_probs_dropout_prob"] == 0.2
+
+
+def test_a_position_type_contradicting_the_checkpoint_is_an_error(tmp_path):
+    run(tmp_path, mode="spt")  # sinusoidal positions
+    with pytest.raises(UserInputError, match=r"--position_embedding_type learned \(the checkpoint has sinusoidal\)"):
+        run(tmp_path, mode="finetune", position_embedding_type="learned")  # before: trained sinusoidal, silently
+    assert not (tmp_path / "spt").exists()
+
+
+def test_without_the_flag_the_checkpoints_position_type_is_used(tmp_path):
+    run(tmp_path, mode="spt", position_embedding_type="learned")
+    finished = run(tmp_path, mode="finetune")  # before: the flag's default (sinusoidal) was recorded as the model's
+    assert finished["model"]["position_embedding_type"] == "learned"
+    assert json.loads((tmp_path / "spt" / DEFINITION_NAME).read_text())["model"]["position_embedding_type"] == "learned"
+
+
 # item 5: a plain checkpoint (no phase_definition.json) is identified by its content
 
 
