@@ -100,6 +100,33 @@ def test_a_lora_run_failing_after_it_wrote_leaves_its_folder_empty(tmp_path):
     assert corrected["arms"][0]["finetune_method"] == "lora"
 
 
+# item 15: results.json lists the finished arms on disk
+
+
+def test_a_spt_rerun_into_a_compare_folder_keeps_its_arms(tmp_path):
+    compare = run(tmp_path, mode="compare")
+    again = run(tmp_path, mode="spt")  # before: results.json with "arms": []
+    assert [arm["arm"] for arm in results(tmp_path)["arms"]] == ["scratch", "spt"] == [a["arm"] for a in again["arms"]]
+    assert results(tmp_path)["arms"] == compare["arms"]
+    assert "| spt |" in (tmp_path / "results.md").read_text()
+
+
+def test_an_arm_from_a_replaced_pretraining_is_listed_with_a_note(tmp_path):
+    run(tmp_path, mode="compare")
+    run(tmp_path, mode="spt", pretrain_learning_rate=2e-3, overwrite_output_dir=True)
+    arms = {arm["arm"]: arm for arm in results(tmp_path)["arms"]}
+    assert "note" not in arms["scratch"]
+    assert "pretrain" in arms["spt"]["note"] and "trained again" in arms["spt"]["note"]
+    assert "spt: fine-tuned from" in (tmp_path / "results.md").read_text()
+
+
+def test_an_arm_of_another_seed_is_listed_with_a_note(tmp_path):
+    run(tmp_path, mode="compare")
+    run(tmp_path, mode="spt", seed=1, overwrite_output_dir=True)
+    arms = {arm["arm"]: arm for arm in results(tmp_path)["arms"]}
+    assert "seed 0" in arms["scratch"]["note"] and "seed 0" in arms["spt"]["note"]
+
+
 # item 17: atomic writes respect the umask
 
 

@@ -5,7 +5,7 @@ Output layout under `output_dir`:
     spt/        fine-tuned from pretrain/ (arm "spt")
     scratch/    fine-tuned from random init (arm "scratch")
     pretrained_lora/, pretrained_full/   --mode lora_comparison's other arms (see lora_finetuning.py)
-    results.json, results.md
+    results.json, results.md   every finished arm in the folder (see run_results.py)
 Each phase folder records what defines the phase (`phase_definition.json`, written before it
 trains, and removed again with all the phase wrote when it fails before its first checkpoint)
 and ends with `phase.json` (its metrics). A re-run with the same definitions skips the
@@ -49,10 +49,9 @@ from .phase_arguments import finetune_arguments, pretrain_arguments
 from .phase_definition import (check_phase_folder, check_phase_folders, finetune_definition, holds_nothing,
                                pretrain_definition, record_definition)
 from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json
-from .run_results import results_table, write_results
+from .run_results import PHASE_RESULT_NAME, listed_arms, results_table, write_results
 from .value_ranges import check_value_ranges
 
-PHASE_RESULT_NAME = "phase.json"
 LOG_HISTORY_NAME = "log_history.json"  # every phase's Trainer log history, as the Trainer keeps it
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")
 PROXIMITY_PROBE_SIZE = 32
@@ -352,12 +351,8 @@ def run_experiment(
     if pretrains:
         pretrain_result = pretrain(source, config, exp, training, output_dir / "pretrain", init_from=start_weights)
     if exp.mode in ("compare", "finetune"):
-        arm = finetune(task, spt_config, exp, training, output_dir / "spt", "spt", init_from=spt_init,
-                       init_parts=exp.init_parts, freeze_parts=exp.freeze_parts)
-        if pretrain_result is not None:
-            arm = {**arm, "pretrain_seconds": pretrain_result["seconds"],
-                   "seconds": arm["seconds"] + pretrain_result["seconds"]}
-        arms.append(arm)
+        arms.append(finetune(task, spt_config, exp, training, output_dir / "spt", "spt", init_from=spt_init,
+                             init_parts=exp.init_parts, freeze_parts=exp.freeze_parts))
     if exp.mode in ("compare", "scratch"):
         arms.insert(0, finetune(task, config, exp, training, output_dir / "scratch", "scratch", init_from=start_weights,
                                 freeze_parts=exp.freeze_parts))
@@ -367,6 +362,7 @@ def run_experiment(
                 for name, method, pretrained in COMPARISON_ARMS]
     state = PartialState()
     state.wait_for_everyone()
+    arms = listed_arms(output_dir, arms, task, training.seed, pretrain_result)  # and the other finished arms on disk
     # the model as trained (its saved config), never as the flags asked for it
     trained = read_json(output_dir / PHASE_FOLDERS[exp.mode][-1] / "config.json")
     extra = {"mode": exp.mode, "seed": training.seed, "world_size": state.num_processes, "model": trained,
