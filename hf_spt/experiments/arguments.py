@@ -108,8 +108,9 @@ class ModelArguments:
     num_hidden_layers: int | None = field(default=None, metadata={"help": "Layers (default: task preset)."})
     num_attention_heads: int | None = field(default=None, metadata={"help": "Heads (default: task preset)."})
     intermediate_size: int | None = field(default=None, metadata={"help": "MLP width (default: task preset)."})
-    position_embedding_type: str = field(
-        default="sinusoidal", metadata={"help": "sinusoidal, learned, rotary, alibi or none."}
+    position_embedding_type: str | None = field(
+        default=None, metadata={"help": "sinusoidal, learned, rotary, alibi or none (default: sinusoidal; with "
+                                "--mode finetune, the checkpoint's)."}
     )
     pooling: str | None = field(default=None, metadata={"help": "mean, max, last, cls or last_mean (default: preset)."})
     hidden_dropout_prob: float = field(default=0.0, metadata={"help": "Residual and embedding dropout."})

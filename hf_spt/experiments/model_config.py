@@ -115,18 +115,20 @@ def fit_to_checkpoint(
 ) -> SptConfig | BackboneClassifierConfig:
     """The run's config when the spt arm loads `init_from` whole (`--mode finetune`): the checkpoint's architecture.
 
-    The model that trains has the checkpoint's sizes whatever the flags say, so a model flag that
-    contradicts them is an error naming both values (else results.json would record the flag), and so
-    is a vocabulary other than the task's (its ids would index other tokens, or past the embeddings).
+    The model that trains has the checkpoint's sizes and position type whatever the flags say, so a
+    model flag that contradicts them is an error naming both values (else results.json would record
+    the flag), and so is a vocabulary other than the task's (its ids would index other tokens, or past
+    the embeddings). Dropout is no part of the architecture: the run's (the flags') is kept, and
+    `classification_model` gives it to the loaded model.
     """
     source = AutoConfig.from_pretrained(resolve_model(init_from))
     clashes = [f"--{name} {given} (the checkpoint has {getattr(source, name)})"
-               for name in (*SIZE_FIELDS, "intermediate_size")
+               for name in (*SIZE_FIELDS, "intermediate_size", "position_embedding_type")
                if (given := getattr(model_args, name)) is not None and getattr(source, name, given) != given]
     if clashes:
-        raise UserInputError(f"{init_from} is loaded whole, and its sizes differ from the flags: {'; '.join(clashes)}. "
-                             "Drop these flags (the checkpoint's sizes are used), or use --init_parts to take only "
-                             "some parts into a model of the flags' sizes.")
+        raise UserInputError(f"{init_from} is loaded whole, and its architecture differs from the flags: "
+                             f"{'; '.join(clashes)}. Drop these flags (the checkpoint's values are used), or use "
+                             "--init_parts to take only some parts into a model built from the flags.")
     if isinstance(source, SptConfig) and source.vocab_size != len(task.tokenizer):
         raise UserInputError(f"{init_from} has a vocabulary of {source.vocab_size} tokens but task {task.name!r} uses "
                              f"{len(task.tokenizer)}: fine-tune it on a task with its vocabulary, or pretrain on this task.")
@@ -154,7 +156,7 @@ def build_config(task: Task, model_args: ModelArguments) -> SptConfig | Backbone
     config = SptConfig(
         vocab_size=len(tokenizer),
         max_position_embeddings=task.preset.max_length,
-        position_embedding_type=model_args.position_embedding_type,
+        position_embedding_type=model_args.position_embedding_type or SptConfig.position_embedding_type,
         hidden_dropout_prob=model_args.hidden_dropout_prob,
         attention_probs_dropout_prob=model_args.attention_probs_dropout_prob,
         pad_token_id=tokenizer.pad_token_id,

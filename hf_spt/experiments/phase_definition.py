@@ -3,8 +3,8 @@
 A phase (the pretraining phase, a fine-tuning arm, an ablation cell, a shared pretraining job)
 writes `phase_definition.json` before it trains: the hf_spt version, the seed, a content
 fingerprint of every data split it reads, the model config, the training settings that change
-its result, and where its weights start (folder, and that folder's own definition digest, parts
-taken, parts frozen). A re-run compares its definition with the recorded one: equal, it skips
+its result, and where its weights start (a phase folder: its own definition digest; another local
+checkpoint: a digest of its config and weight bytes; a Hub id: the id), parts taken, parts frozen. A re-run compares its definition with the recorded one: equal, it skips
 the finished phase or resumes the interrupted one; different, it stops before any work and
 lists each differing setting (old -> new), with the two ways out (another `--output_dir`, or
 `--overwrite_output_dir`, which clears the phase folder first).
@@ -25,6 +25,7 @@ from transformers import PreTrainedConfig, TrainingArguments
 
 from ..errors import UserInputError
 from ..tasks import Task
+from ..training.checkpoints import content_digest
 
 DEFINITION_NAME = "phase_definition.json"
 TEMPORARY_NAME = f".{DEFINITION_NAME}.tmp"  # the definition being written; never read
@@ -91,8 +92,9 @@ def source_identity(
     init_from: str | Path | None, source_definition: Mapping[str, Any] | None = None
 ) -> dict[str, Any] | None:
     """Where a phase's weights start: a phase folder's definition digest (`source_definition`, the
-    definition of a phase this run has yet to train, else the one recorded in `init_from`), or the
-    path (a Hub id) as given."""
+    definition of a phase this run has yet to train, else the one recorded in `init_from`); for any
+    other local checkpoint, the digest of its config and weight bytes, so new weights copied over the
+    same path change the definition; for a Hub id, the id."""
     if init_from is None:
         return None
     recorded = source_definition
@@ -100,6 +102,8 @@ def source_identity(
         recorded = read_definition(Path(init_from))
     if recorded is not None:
         return {"phase_definition": definition_digest(recorded)}
+    if Path(init_from).exists():
+        return {"weights": content_digest(init_from)}
     return {"path": str(init_from)}
 
 
@@ -147,13 +151,18 @@ def differences(old: Any, new: Any, prefix: str = "") -> list[str]:
 RESTART_ADVICE = "Use another --output_dir, or --overwrite_output_dir to clear the phase folders and start over."
 
 
+def holds_nothing(folder: Path) -> bool:
+    """Whether `folder` is missing, empty, or holds only a definition killed mid-write."""
+    return not folder.is_dir() or not any(path.name != TEMPORARY_NAME for path in folder.iterdir())
+
+
 def phase_folder_problem(folder: Path, definition: Mapping[str, Any]) -> str | None:
     """Why `folder` cannot be this phase's (None: it can): it holds a phase defined otherwise, or an unrecorded one.
 
     An empty or missing folder (or one holding only a definition killed mid-write), and one whose
     recorded definition equals `definition`, pass.
     """
-    if not folder.is_dir() or not any(path.name != TEMPORARY_NAME for path in folder.iterdir()):
+    if holds_nothing(folder):
         return None
     recorded = read_definition(folder)
     if recorded is None:
@@ -217,4 +226,5 @@ def finetune_definition(
 
 __all__ = ["DEFINITION_NAME", "PhaseDefinitionMismatch", "dataset_fingerprint", "training_settings",
            "definition_digest", "phase_definition", "pretrain_definition", "finetune_definition", "read_definition",
-           "differences", "phase_folder_problem", "check_phase_folders", "check_phase_folder", "record_definition"]
+           "differences", "holds_nothing", "phase_folder_problem", "check_phase_folders", "check_phase_folder",
+           "record_definition"]

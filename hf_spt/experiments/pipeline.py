@@ -5,9 +5,10 @@ Output layout under `output_dir`:
     spt/        fine-tuned from pretrain/ (arm "spt")
     scratch/    fine-tuned from random init (arm "scratch")
     pretrained_lora/, pretrained_full/   --mode lora_comparison's other arms (see lora_finetuning.py)
-    results.json, results.md
+    results.json, results.md   every finished arm in the folder (see run_results.py)
 Each phase folder records what defines the phase (`phase_definition.json`, written before it
-trains) and ends with `phase.json` (its metrics). A re-run with the same definitions skips the
+trains, and removed again with all the phase wrote when it fails before its first checkpoint)
+and ends with `phase.json` (its metrics). A re-run with the same definitions skips the
 finished phases and resumes the others from their last checkpoint, so an interrupted run loses
 at most an epoch; a re-run defined otherwise (seed, sizes, data, settings) stops before any phase
 trains, listing what changed. `--overwrite_output_dir` deletes the folders of the phases a run
@@ -17,12 +18,15 @@ trains before it starts.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from accelerate import PartialState
 from transformers import EarlyStoppingCallback, set_seed
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..analysis.callback import ProximityCallback
 from ..errors import UserInputError
@@ -42,12 +46,12 @@ from .hub import check_hub_ready
 from .lora_finetuning import COMPARISON_ARMS, adapter_provenance, check_lora_ready, with_adapters
 from .model_config import build_config, fit_to_checkpoint, starting_weights
 from .phase_arguments import finetune_arguments, pretrain_arguments
-from .phase_definition import (check_phase_folder, check_phase_folders, finetune_definition, pretrain_definition,
-                               record_definition)
-from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json, write_text
+from .phase_definition import (check_phase_folder, check_phase_folders, finetune_definition, holds_nothing,
+                               pretrain_definition, record_definition)
+from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json
+from .run_results import PHASE_RESULT_NAME, listed_arms, results_table, write_results
 from .value_ranges import check_value_ranges
 
-PHASE_RESULT_NAME = "phase.json"
 LOG_HISTORY_NAME = "log_history.json"  # every phase's Trainer log history, as the Trainer keeps it
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")
 PROXIMITY_PROBE_SIZE = 32
@@ -127,17 +131,29 @@ def _finished(folder: Path) -> dict[str, Any] | None:
 
 
 def _claim(folder: Path, definition: dict[str, Any]) -> dict[str, Any] | None:
-    """The result of the phase `folder` holds when it is this one and finished; None when it is to train
-    (its definition is then recorded first, so a killed run leaves a folder a re-run can judge).
+    """The result of the phase `folder` holds when it is this one and finished; None when it is to train.
     Raises `PhaseDefinitionMismatch` when the folder holds a phase defined otherwise."""
     check_phase_folder(folder, definition)
-    if (done := _finished(folder)) is not None:
-        return done
+    return _finished(folder)
+
+
+@contextmanager
+def _recorded(folder: Path, definition: dict[str, Any]) -> Iterator[None]:
+    """Around building and training a phase's model: its definition recorded first, so a killed run leaves a
+    folder a re-run can judge. A failure before the phase's first checkpoint, in a folder that held nothing,
+    removes what the phase wrote (its definition, a LoRA base): a check that fails there (weights that do not
+    load, LoRA targets that do not fit) leaves nothing that would refuse the corrected re-run."""
+    fresh = holds_nothing(folder)
     state = PartialState()
     state.wait_for_everyone()  # every rank has judged the folder before the main one writes into it
     if state.is_main_process:
         record_definition(folder, definition)
-    return None
+    try:
+        yield
+    except BaseException:
+        if fresh and state.is_main_process and not any(folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*")):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def _train(trainer, folder: Path) -> ElapsedTime:
@@ -169,16 +185,18 @@ def pretrain(
     """SPT phase: MLM (or next-token prediction) on the task's training inputs, from random init or
     `init_from`'s weights; keeps the best-validation model in `folder`."""
     args = pretrain_arguments(task, exp, training, folder)
-    if (done := _claim(folder, pretrain_definition(task, config, exp.pretrain_objective, args, init_from))) is not None:
+    definition = pretrain_definition(task, config, exp.pretrain_objective, args, init_from)
+    if (done := _claim(folder, definition)) is not None:
         return done
-    set_seed(training.seed)
-    model = pretraining_model(config, exp.pretrain_objective, init_from)
-    trainer = PretrainTrainer(
-        model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
-        data_collator=pretraining_collator(task.tokenizer, exp.pretrain_objective),
-    )
-    _attach_probes(trainer, task, exp)
-    clock = _train(trainer, folder)
+    with _recorded(folder, definition):
+        set_seed(training.seed)
+        model = pretraining_model(config, exp.pretrain_objective, init_from)
+        trainer = PretrainTrainer(
+            model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
+            data_collator=pretraining_collator(task.tokenizer, exp.pretrain_objective),
+        )
+        _attach_probes(trainer, task, exp)
+        clock = _train(trainer, folder)
     metrics = trainer.evaluate()
     card = phase_card_data(task, model.config, exp, "pretrain", args, init_from, pretrain_epochs=trainer.state.epoch,
                            extra_training={"token_weighting": exp.token_weighting})
@@ -217,24 +235,25 @@ def finetune(
                                      settings=finetune_settings(exp, method))
     if (done := _claim(folder, definition)) is not None:
         return done
-    set_seed(training.seed)
-    loaded = None  # hybrid init: the keys taken from init_from, by part and layer
-    if init_parts is None:
-        model = classification_model(config, init_from)
-    else:
-        model = classification_model(config)
-        loaded = load_partial_weights(model, init_from, init_parts).loaded_by_part(init_parts)
-    if freeze_parts is not None:
-        freeze_model_parts(model, freeze_parts)
-    if method == "lora":
-        model = with_adapters(model, exp, folder)
-    trainer = FinetuneTrainer(
-        model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
-    )
-    if exp.early_stopping_patience is not None:  # its counter is saved in checkpoints, so a resumed run keeps it
-        trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=exp.early_stopping_patience))
-    _attach_probes(trainer, task, exp)
-    clock = _train(trainer, folder)
+    with _recorded(folder, definition):
+        set_seed(training.seed)
+        loaded = None  # hybrid init: the keys taken from init_from, by part and layer
+        if init_parts is None:
+            model = classification_model(config, init_from)
+        else:
+            model = classification_model(config)
+            loaded = load_partial_weights(model, init_from, init_parts).loaded_by_part(init_parts)
+        if freeze_parts is not None:
+            freeze_model_parts(model, freeze_parts)
+        if method == "lora":
+            model = with_adapters(model, exp, folder)
+        trainer = FinetuneTrainer(
+            model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
+        )
+        if exp.early_stopping_patience is not None:  # its counter is saved in checkpoints, so a resumed run keeps it
+            trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=exp.early_stopping_patience))
+        _attach_probes(trainer, task, exp)
+        clock = _train(trainer, folder)
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
     result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
@@ -248,28 +267,6 @@ def finetune(
                            freeze_parts=freeze_parts, pretraining_data=(source_phase or {}).get("pretraining_data"),
                            loaded=loaded, adapter=adapter_provenance(model, folder) if method == "lora" else None)
     return _finish(trainer, folder, result, card)
-
-
-def results_table(task_name: str, arms: list[dict[str, Any]]) -> str:
-    """Markdown table of the arms' test and validation scores and times; with a LoRA arm, their trainable
-    parameters too."""
-    counts = any(arm.get("finetune_method") == "lora" for arm in arms)
-    header = "| arm | test accuracy | validation accuracy |" + (" trainable parameters |" if counts else "")
-    lines = [f"Task: {task_name}", "", header + " seconds |", "|---|---|---|" + ("---|" if counts else "") + "---|"]
-    for arm in arms:
-        trained = f" {arm['trainable_parameters']:,} of {arm['total_parameters']:,} |" if counts else ""
-        lines.append(
-            f"| {arm['arm']} | {arm.get('test_accuracy', float('nan')):.4f} "
-            f"| {arm.get('eval_accuracy', float('nan')):.4f} |{trained} {arm['seconds']:.1f} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def write_results(output_dir: Path, task_name: str, arms: list[dict[str, Any]], extra: dict[str, Any]) -> None:
-    """`results.json` ({"task", "arms": [...]}, plus run settings) and the same table as `results.md`."""
-    output_dir.mkdir(parents=True, exist_ok=True)
-    write_json(output_dir / "results.json", {"task": task_name, "arms": arms, **extra})
-    write_text(output_dir / "results.md", results_table(task_name, arms))
 
 
 PHASE_FOLDERS = {"compare": ("pretrain", "spt", "scratch"), "spt": ("pretrain",), "finetune": ("spt",),
@@ -358,12 +355,8 @@ def run_experiment(
     if pretrains:
         pretrain_result = pretrain(source, config, exp, training, output_dir / "pretrain", init_from=start_weights)
     if exp.mode in ("compare", "finetune"):
-        arm = finetune(task, spt_config, exp, training, output_dir / "spt", "spt", init_from=spt_init,
-                       init_parts=exp.init_parts, freeze_parts=exp.freeze_parts)
-        if pretrain_result is not None:
-            arm = {**arm, "pretrain_seconds": pretrain_result["seconds"],
-                   "seconds": arm["seconds"] + pretrain_result["seconds"]}
-        arms.append(arm)
+        arms.append(finetune(task, spt_config, exp, training, output_dir / "spt", "spt", init_from=spt_init,
+                             init_parts=exp.init_parts, freeze_parts=exp.freeze_parts))
     if exp.mode in ("compare", "scratch"):
         arms.insert(0, finetune(task, config, exp, training, output_dir / "scratch", "scratch", init_from=start_weights,
                                 freeze_parts=exp.freeze_parts))
@@ -373,6 +366,7 @@ def run_experiment(
                 for name, method, pretrained in COMPARISON_ARMS]
     state = PartialState()
     state.wait_for_everyone()
+    arms = listed_arms(output_dir, arms, task, training.seed, pretrain_result)  # and the other finished arms on disk
     # the model as trained (its saved config), never as the flags asked for it
     trained = read_json(output_dir / PHASE_FOLDERS[exp.mode][-1] / "config.json")
     extra = {"mode": exp.mode, "seed": training.seed, "world_size": state.num_processes, "model": trained,

@@ -6,7 +6,8 @@
   (rank 0, or a plain `python` run) takes it: the other ranks of one `accelerate launch`, and the
   child processes the ablation grid starts for its cells, work under their parent's lock.
 - Atomic files: `write_json` / `write_text` write a temporary file and `os.replace` it, so a
-  reader sees the old content or the new, never half of it.
+  reader sees the old content or the new, never half of it; the file gets the permissions any
+  new file gets (0666 less the umask), not `mkstemp`'s 0600.
 - Unreadable results: `read_json` returns None (with a warning naming the file) for a file that
   is missing or not valid JSON; callers treat the phase as unfinished and run it again.
 - Complete checkpoints: a kill while the Trainer writes `checkpoint-N/` leaves it partial;
@@ -22,10 +23,10 @@ import functools
 import json
 import logging
 import os
+import secrets
 import shutil
 import socket
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -112,11 +113,23 @@ def locks_output_dir(folder_of: Callable[..., str | Path]) -> Callable[[F], F]:
     return decorate
 
 
+def _create_temporary(path: Path) -> tuple[int, Path]:
+    """A new, uniquely named file next to `path`, open for writing. Unlike `tempfile.mkstemp` (always 0600) it
+    is created as `open` creates a file, 0666 less the umask, so the file it becomes is as readable as the
+    run's other files."""
+    while True:
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        try:
+            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
+        except FileExistsError:
+            continue
+
+
 def write_text(path: str | Path, text: str) -> None:
     """Write `text` to `path` atomically: a temporary file in the same folder, then `os.replace`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    handle, temporary = _create_temporary(path)
     try:
         with os.fdopen(handle, "w") as stream:
             stream.write(text)

@@ -1,6 +1,9 @@
 """Finding the checkpoint a phase starts from, in one place: a saved-model folder, a Trainer run, a
 `.safetensors` file, a sharded index or a Hub id.
 
+A local checkpoint is identified by its content (`content_digest`: its config and weight bytes), so a
+phase definition changes when new weights are copied over the same path.
+
 Files are located with transformers' own resolution (`cached_file`: a local folder, else the Hub
 cache, else a download), and Trainer runs are read with `TrainerState`. Errors name what was
 expected and the fix; a Hub id that cannot be fetched fails before any training.
@@ -8,6 +11,8 @@ expected and the fix; a Hub id that cannot be fetched fails before any training.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -149,6 +154,49 @@ def resolve_model(source: str | Path) -> str:
     return str(source)
 
 
+def _shards(index: Path) -> list[Path]:
+    return [index.parent / name for name in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+
+
+def checkpoint_files(checkpoint: str | Path) -> list[Path]:
+    """The files a local checkpoint is loaded from, in a fixed order: its config (when there) and its weights,
+    single or sharded (index and shards). `checkpoint` is a folder (a saved model, or a Trainer run: its best
+    checkpoint), a `.safetensors` file or a `model.safetensors.index.json`."""
+    path = Path(checkpoint)
+    if path.is_file():
+        return [path, *_shards(path)] if path.name.endswith(".json") else [path]
+    folder = path if has_weights(path) else resolve_model_folder(path)
+    index = folder / SAFE_WEIGHTS_INDEX_NAME
+    weights = [index, *_shards(index)] if index.is_file() else [folder / SAFE_WEIGHTS_NAME]
+    config = folder / CONFIG_NAME
+    return [config, *weights] if config.is_file() else weights
+
+
+@functools.lru_cache(maxsize=256)
+def _file_digest(path: Path, size: int, modified_ns: int, inode: int) -> str:
+    """The digest of a file's bytes; cached by its stat, so a run reads each file once however many phase
+    definitions name it, and a file written since is read again."""
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as stream:
+        while chunk := stream.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def content_digest(checkpoint: str | Path) -> str:
+    """A digest of the bytes of a local checkpoint's config and weight files (`checkpoint_files`): new weights
+    copied over the same path give another digest, the same files anywhere give the same one."""
+    digest = hashlib.blake2b(digest_size=16)
+    for file in checkpoint_files(checkpoint):
+        if not file.is_file():
+            raise MissingInputError(f"{file} is missing from checkpoint {checkpoint}: copy the model again, or re-run "
+                                    "the phase that wrote it.")
+        status = file.stat()
+        digest.update(f"{file.name}:{_file_digest(file.resolve(), status.st_size, status.st_mtime_ns, status.st_ino)}\n"
+                      .encode())
+    return digest.hexdigest()
+
+
 def checkpoint_weight_map(checkpoint: str | Path) -> tuple[dict[str, str], Callable[[str], Path]]:
     """Key -> shard name of a checkpoint, and a function turning a shard name into a local file path.
 
@@ -170,4 +218,5 @@ def checkpoint_weight_map(checkpoint: str | Path) -> tuple[dict[str, str], Calla
 
 
 __all__ = ["HubNotReadyError", "has_weights", "is_model_folder", "resolve_model_folder", "check_weights_readable",
-           "checkpoint_file", "check_model_source", "resolve_model", "checkpoint_weight_map"]
+           "checkpoint_file", "check_model_source", "resolve_model", "checkpoint_files", "content_digest",
+           "checkpoint_weight_map"]

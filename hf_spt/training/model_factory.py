@@ -33,6 +33,8 @@ from ..models.configuration_spt import SptConfig
 from ..models.modeling_spt import SptForMaskedLM, SptForSequenceClassification
 
 PRETRAIN_OBJECTIVES = ("masked", "causal")
+# training settings of an SPT model, not its architecture: a run's own when it loads a checkpoint
+DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout")
 DECODER_POOLING = "last_mean"
 
 
@@ -68,7 +70,8 @@ def pretraining_model(
 def classification_model(
     config: SptConfig | BackboneClassifierConfig, init_from: str | Path | None = None
 ) -> PreTrainedModel:
-    """The fine-tuning model: the run's head on a random backbone, or on `init_from`'s (SPT or pretrained) weights."""
+    """The fine-tuning model: the run's head on a random backbone, or on `init_from`'s (SPT or pretrained) weights;
+    an SPT checkpoint loaded into an SPT run trains with the run's dropout (`DROPOUT_FIELDS`)."""
     if init_from is None:
         if isinstance(config, SptConfig):
             return SptForSequenceClassification(config)
@@ -78,6 +81,8 @@ def classification_model(
     heads = dict(num_labels=config.num_labels, id2label=config.id2label, label2id=config.label2id,
                  pooling=config.pooling, two_tower=config.two_tower)
     if isinstance(source_config, SptConfig):
+        if isinstance(config, SptConfig):  # the run's dropout, not the checkpoint's: set before the modules are built
+            heads.update({name: getattr(config, name) for name in DROPOUT_FIELDS})
         attention = config._attn_implementation if isinstance(config, SptConfig) else config.backbone._attn_implementation
         return SptForSequenceClassification.from_pretrained(source, attn_implementation=attention, **heads)
     attention = config.backbone._attn_implementation if isinstance(config, BackboneClassifierConfig) else "sdpa"
@@ -91,5 +96,5 @@ def pretraining_collator(tokenizer: PreTrainedTokenizerBase, objective: str) -> 
     return DataCollatorForLanguageModeling(tokenizer, mlm=False) if objective == "causal" else None
 
 
-__all__ = ["PRETRAIN_OBJECTIVES", "DECODER_POOLING", "is_decoder_only", "pretraining_model", "classification_model",
+__all__ = ["PRETRAIN_OBJECTIVES", "DROPOUT_FIELDS", "DECODER_POOLING", "is_decoder_only", "pretraining_model", "classification_model",
            "pretraining_collator"]

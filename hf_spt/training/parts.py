@@ -159,6 +159,24 @@ def _source_key(target: str, checkpoint_prefix: str, layer_map: Mapping[int, int
     return checkpoint_prefix + key
 
 
+def _missing_advice(
+    state: Mapping[str, torch.Tensor], weight_map: Mapping[str, str], prefix: str, absent: list[str]
+) -> str:
+    """The fix for checkpoint keys `absent` from it: when they are of layers it does not have, its depth as the
+    flag to type (or, from Python, a layer map or the layers to load); else other parts."""
+    held = {_layer_of(key[len(prefix):]) for key in weight_map if key.startswith(prefix)} - {None}
+    lacking = {_layer_of(key[len(prefix):]) for key in absent}
+    if not held or None in lacking or lacking & held:
+        return "Choose parts the checkpoint has."
+    depth = max(held) + 1
+    model_depth = max(_layer_of(split[1]) or 0 for split in map(split_prefix, state) if split is not None) + 1
+    example = {layer: min(layer, depth - 1) for layer in range(model_depth)}
+    return (f"The checkpoint has {depth} layer(s) and the model {model_depth}: give the model the checkpoint's depth "
+            f"(run_spt.py: --num_hidden_layers {depth}; a grid arm: num_layers: {depth}), or, from Python, say which "
+            f"checkpoint layer feeds each model layer (load_partial_weights(..., layer_map={example})) or load only "
+            f"layers {sorted(held)} (layers={sorted(held)}).")
+
+
 def _checkpoint_prefix(keys: Iterable[str]) -> str:
     prefixes = {split[0] for split in map(split_prefix, keys) if split is not None}
     if len(prefixes) != 1:
@@ -197,8 +215,7 @@ def load_partial_weights(
         lines = "\n".join(f"  {key} (would read {sources[key]})" for key in report.missing)
         raise UserInputError(
             f"{checkpoint} lacks {len(report.missing)} tensor(s) of parts {parts!r}, which would stay at their random "
-            f"init:\n{lines}\nGive a layer map saying which checkpoint layer feeds each model layer (e.g. "
-            "layer_map={1: 0}), limit the layers loaded, or choose parts the checkpoint has."
+            f"init:\n{lines}\n{_missing_advice(state, weight_map, prefix, [sources[key] for key in report.missing])}"
         )
     if not wanted:
         raise UserInputError(f"Parts {parts!r} match no tensor of {checkpoint}: the model wants {sorted(filter(None, sources.values()))}; "
@@ -217,8 +234,9 @@ def load_partial_weights(
                     tensors[target] = handle.get_tensor(wanted[target])
     if report.mismatched:
         lines = "\n".join(f"  {k}: model {m}, checkpoint {c}" for k, m, c in report.mismatched)
-        raise UserInputError(f"Shape mismatch between the model and {checkpoint} (same sizes and vocabulary needed, "
-                         f"or a layer_map for different depths):\n{lines}")
+        raise UserInputError(f"Shape mismatch between the model and {checkpoint}: give the model the checkpoint's "
+                             f"sizes and vocabulary (run_spt.py: --hidden_size, --intermediate_size, a task with its "
+                             f"vocabulary):\n{lines}")
     with torch.no_grad():
         for target, tensor in tensors.items():
             state[target].copy_(tensor)
