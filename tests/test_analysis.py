@@ -356,3 +356,78 @@ def test_run_analysis_reads_an_ablation_grid(tmp_path):
                                 "pretrain_m_e1_L1_s1": str(tmp_path / "grid" / "pretrain" / "m_e1_L1_s1")}
     assert list(report["token_frequency"]) == ["pretrain_m_e1_L1_s1"]  # the SPT checkpoint itself, an MLM
     assert (tmp_path / "grid" / "analysis" / "report.md").is_file()
+
+
+def rerun(folder: Path, seed: int, **experiment) -> None:
+    """Phases of the tiny run trained again into `folder` (`experiment`: the mode and budgets), with `seed`."""
+    from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+    from hf_spt.experiments.pipeline import run_experiment
+
+    run_experiment(DataArguments(task="markov", task_options=TINY_TASK),
+                   ModelArguments(hidden_size=16, num_attention_heads=2, intermediate_size=32),
+                   ExperimentArguments(**experiment),
+                   SharedTrainingArguments(output_dir=str(folder), seed=seed, overwrite_output_dir=True,
+                                           report_to="none", disable_tqdm=True))
+
+
+def test_run_analysis_refuses_phases_of_different_runs(tiny_run, tmp_path):
+    """A scratch arm re-run with another seed next to the older spt and pretrain phases (before: one report of
+    both runs' models, without a word); a pretraining re-run that the spt arm was not fine-tuned from."""
+    import shutil
+
+    from hf_spt.experiments.analysis_run import one_run_problems
+
+    sys.path.insert(0, str(ROOT / "run_scripts"))
+    from run_analysis import main, parse_arguments
+
+    mixed = tmp_path / "mixed"
+    shutil.copytree(tiny_run, mixed)
+    rerun(mixed, seed=1, mode="scratch", finetune_epochs=1)
+    with pytest.raises(ValueError, match=r"--run .*mixed: its phase folders come from different runs") as error:
+        main(*parse_arguments(["--run", str(mixed), "--output_dir", str(tmp_path / "report")]))
+    message = str(error.value)
+    for part in ("spt was trained with seed 0, the run records seed 1",
+                 "pretrain was trained with seed 0, the run records seed 1", "the arms read different train data (",
+                 "--model FOLDER... to analyse them together anyway"):
+        assert part in message
+    assert not (tmp_path / "report").exists()
+    repretrained = tmp_path / "repretrained"
+    shutil.copytree(tiny_run, repretrained)
+    rerun(repretrained, seed=0, mode="spt", pretrain_epochs=3)  # the same seed and data, another pretraining
+    folders = [repretrained / name for name in ("scratch", "spt", "pretrain")]
+    assert one_run_problems(repretrained, folders, 0) == ["spt was fine-tuned from another pretraining than pretrain"]
+
+
+def test_run_analysis_unreadable_files_exit_2_in_one_line(tiny_run, tmp_path):
+    """Half a results.json, a corrupt model.safetensors (before: JSONDecodeError and SafetensorError tracebacks,
+    exit status 1)."""
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_run, broken, ignore=shutil.ignore_patterns("analysis"))  # another test's report
+    results = broken / "results.json"
+    text = results.read_text()
+    results.write_text(text[: len(text) // 2])
+    env = {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, str(ROOT / "run_scripts" / "run_analysis.py"), "--run", str(broken)]
+    completed = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: --run: {results} is not valid JSON")
+    assert "Re-run the command that wrote it" in lines[0]
+    results.write_text(text)
+    weights = broken / "spt" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    completed = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {weights} is corrupt or truncated")
+    assert not (broken / "analysis").exists()
+    grid = tmp_path / "grid"
+    grid.mkdir()
+    (grid / "grid.json").write_text('{"seeds": [0], "tasks"')
+    sys.path.insert(0, str(ROOT / "run_scripts"))
+    from run_analysis import main, parse_arguments
+
+    with pytest.raises(ValueError, match=rf"--run: {grid / 'grid.json'} is not valid JSON"):
+        main(*parse_arguments(["--run", str(grid)]))

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from transformers import AutoConfig
 
-from ..training.checkpoints import resolve_model_folder
+from ..training.checkpoints import check_weights_readable, resolve_model_folder
 from ..training.collators import DataCollatorForClassification, DataCollatorForSpt
 from ..models.modeling_spt import SptForMaskedLM, SptForSequenceClassification
 from ..tasks import Task
@@ -196,9 +196,11 @@ def analyse_models(
     and write the report into `output_dir`; return it."""
     args = args or ReportOptions()
     torch.manual_seed(args.seed)
+    model_folders = [resolve_model_folder(path) for path in model_paths]
+    for model_folder in model_folders:  # a corrupt weight file is named, not a deserialisation traceback
+        check_weights_readable(model_folder)
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    model_folders = [resolve_model_folder(path) for path in model_paths]
     names = model_names([Path(path) for path in model_paths])
     models = [load_for_analysis(path) for path in model_folders]
     if args.split not in task.dataset:

@@ -19,7 +19,6 @@ one-process run. A single process runs units in-process.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
 from .ablation_report import write_report
-from .arguments import DataArguments, ExperimentArguments, SharedTrainingArguments
+from .arguments import DataArguments
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, cells, experiment_arguments,
                    model_arguments, parse_grid, pretrain_job)
 from .model_config import build_config
@@ -41,6 +40,7 @@ from .phase_arguments import finetune_arguments, pretrain_arguments
 from .phase_definition import check_phase_folders, finetune_definition, pretrain_definition
 from .pipeline import PHASE_RESULT_NAME, finetune, finetune_settings, prepare_task, pretrain
 from .run_folder import locks_output_dir, read_json, write_json
+from .run_plan import phase_steps, spt_step_budget  # moved there; importable from here as before
 
 DISTRIBUTED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
                    "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -111,27 +111,6 @@ def check_grid(grid: Grid) -> None:
             task, config, cell.arm, args, options["init_from"], options["init_parts"], options["freeze_parts"],
             source_definition=sources.get(pretrain_job(grid, cell)), settings=finetune_settings(exp, exp.finetune_method))))
     check_phase_folders(units)  # every changed unit listed, not only the first
-
-
-def phase_steps(rows: int, batch: int, epochs: float, max_steps: int | None, accumulation: int) -> tuple[int, int]:
-    """(optimizer steps per epoch, total steps) of one phase as the Trainer counts them: one process, every batch
-    kept; `max_steps` above 0 replaces the epochs."""
-    per_epoch = max(math.ceil(math.ceil(rows / batch) / accumulation), 1)
-    return per_epoch, max_steps if max_steps and max_steps > 0 else math.ceil(epochs * per_epoch)
-
-
-def spt_step_budget(train_rows: int, is_pair: bool, preset_batch: int, exp: ExperimentArguments,
-                    training: SharedTrainingArguments) -> dict[str, int]:
-    """The SPT arm's optimizer steps: its pretraining (a pair task pretrains on both sequences of every row) and
-    its fine-tuning budget; with `finetune_steps_per_epoch`, to turn the sum into the compute-matched arm's epochs."""
-    def steps(phase: str, rows: int) -> tuple[int, int]:
-        batch = exp.phase_setting(training, phase, "batch_size") or preset_batch
-        return phase_steps(rows, batch, exp.phase_setting(training, phase, "epochs"),
-                           exp.phase_setting(training, phase, "max_steps"), training.gradient_accumulation_steps)
-
-    _, pretrain_steps = steps("pretrain", train_rows * (2 if is_pair else 1))
-    per_epoch, finetune_steps = steps("finetune", train_rows)
-    return {"pretrain": pretrain_steps, "finetune": finetune_steps, "finetune_steps_per_epoch": per_epoch}
 
 
 def _run_unit(grid: Grid, kind: str, unit: PretrainJob | Cell, isolate: bool, device_index: int | None) -> None:

@@ -4,14 +4,17 @@
 `spt/`, `pretrain/`, those present) and the task, task options, length and seed it recorded in
 `results.json` (`task`, `seed`, `data`), so the analysed sequences are the run's without retyping
 `--task_options`. A flag given as well must agree with the record: a contradiction is an error
-naming both values. An ablation folder (`run_ablation.py`'s, with its `grid.json`) gives the cells
+naming both values. The run's phase folders must come from one run (`check_one_run`: the seeds,
+data fingerprints and starting weights their `phase_definition.json` record), or the report would
+set models of different runs side by side; naming the models with `--model` analyses them
+together anyway. An unreadable `results.json`/`grid.json` or weight file is a user error naming
+the file. An ablation folder (`run_ablation.py`'s, with its `grid.json`) gives the cells
 of one grid task and seed (`--task KEY`, `--seed S`: needed when the grid has several), one model
 per arm, on that task's data. Without `--run`, `--model` folders and the data flags say everything.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,8 @@ from ..errors import MissingInputError, UserInputError
 from ..analysis.report import ReportOptions, analyse_models
 from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_job
 from .arguments import DataArguments
+from .command_line import read_settings_file
+from .phase_definition import definition_digest, read_definition
 from .pipeline import prepare_task
 
 RUN_RESULTS_NAME = "results.json"
@@ -48,13 +53,26 @@ class AnalysisArguments(ReportOptions):
     )
 
 
+def read_record(path: Path) -> Any:
+    """A run's `results.json` or `grid.json`; one that cannot be read is a user error naming it and the fix."""
+    try:
+        return read_settings_file(path, "--run:")
+    except UserInputError as error:
+        raise UserInputError(f"{error}. Re-run the command that wrote it (its finished phases are reused and the "
+                             "file written again), or pass the models with --model and the task flags.") from None
+
+
 def run_record(run: str | Path) -> dict[str, Any]:
     """The `results.json` of a `run_spt.py` output folder; an error saying what `--run` expects otherwise."""
     record = Path(run) / RUN_RESULTS_NAME
     if not record.is_file():
         raise MissingInputError(f"--run {run}: no {RUN_RESULTS_NAME} or {GRID_RECORD_NAME} there; --run takes the "
                                 "--output_dir of a finished run_spt.py or run_ablation.py run.")
-    return json.loads(record.read_text())
+    content = read_record(record)
+    if not isinstance(content, dict) or not {"seed", "data"} <= set(content):
+        raise UserInputError(f"--run: {record} is not the results.json of a run_spt.py run (no seed and data "
+                             "recorded). Pass the models with --model and the task flags instead.")
+    return content
 
 
 def _choose(flag: str, given: bool, typed: Any, choices: list[Any]) -> Any:
@@ -70,7 +88,7 @@ def grid_cells(
     """An ablation run's data arguments, seed and model folders for `--task KEY` and `--seed S`: one cell per arm,
     then the SPT checkpoint(s) the pretraining arms were fine-tuned from (so the report shows what SPT itself
     learned, before fine-tuning)."""
-    grid = parse_grid(json.loads((Path(run) / GRID_RECORD_NAME).read_text()), str(Path(run) / GRID_RECORD_NAME))
+    grid = parse_grid(read_record(Path(run) / GRID_RECORD_NAME), str(Path(run) / GRID_RECORD_NAME))
     key = _choose("task", "task" in given, data_args.task, list(grid.tasks))
     seed = _choose("seed", "seed" in given, args.seed, grid.seeds)
     spec = grid.tasks[key]
@@ -111,18 +129,62 @@ def recorded_settings(
     return replace(data_args, **data), record["seed"]
 
 
+def one_run_problems(run: Path, folders: list[Path], seed: int) -> list[str]:
+    """Why the phase folders (with their `phase_definition.json`) cannot be one run's: a seed other than the run's,
+    fine-tuning arms on different data, an arm fine-tuned from another pretraining than the one analysed, or a
+    pretraining (of the same task, that no arm starts from) on other data than the arms'."""
+    definitions = {str(folder.relative_to(run)): found for folder in folders if (found := read_definition(folder))}
+    problems = [f"{name} was trained with seed {d['seed']}, the run records seed {seed}"
+                for name, d in definitions.items() if d["seed"] != seed]
+    arms = {name: d for name, d in definitions.items() if d["phase"] != "pretrain"}
+    pretraining = {name: d for name, d in definitions.items() if d["phase"] == "pretrain"}
+    for split in sorted({split for d in arms.values() for split in d["data"]}):
+        seen = {name: d["data"][split] for name, d in arms.items() if split in d["data"]}
+        if len(set(seen.values())) > 1:
+            problems.append(f"the arms read different {split} data ("
+                            + ", ".join(f"{name} {value[:8]}" for name, value in seen.items()) + ")")
+    digests = {definition_digest(d): name for name, d in pretraining.items()}
+    sources = {(d.get("init_from") or {}).get("phase_definition") for d in arms.values()}
+    for name, d in arms.items():
+        source = (d.get("init_from") or {}).get("phase_definition")
+        if pretraining and source is not None and source not in digests:
+            problems.append(f"{name} was fine-tuned from another pretraining than {', '.join(pretraining)}")
+    for name in (name for digest, name in digests.items() if digest not in sources):  # no arm vouches for it
+        for arm, d in arms.items():
+            if pretraining[name].get("task") != d.get("task"):
+                continue
+            changed = [split for split in ("train", "validation") if pretraining[name]["data"].get(split)
+                       != d["data"].get(split)]
+            if changed:
+                problems.append(f"{name} pretrained on other {' and '.join(changed)} data than {arm}")
+    return problems
+
+
+def check_one_run(run: str | Path, folders: list[str], seed: int) -> None:
+    """Refuse to report the phase folders of `run` together when they come from different runs (`one_run_problems`)."""
+    problems = one_run_problems(Path(run), [Path(folder) for folder in folders], seed)
+    if problems:
+        raise UserInputError(
+            f"--run {run}: its phase folders come from different runs, so one report would mix them: "
+            f"{'; '.join(problems)}. Run the experiment again into a new --output_dir, or name the models with "
+            "--model FOLDER... to analyse them together anyway.")
+
+
 def analyse(data_args: DataArguments, args: AnalysisArguments, given: set[str] | None = None) -> dict[str, Any]:
     """Prepare the task (the run's, with `--run`) and write the report of the models; return it.
 
-    `given` names the flags typed on the command line (without `--`), the ones `--run` checks.
+    `given` names the flags typed on the command line (without `--`), the ones `--run` checks. With `--run` and
+    no `--model`, the run's phase folders must be one run's (`check_one_run`).
     """
-    models = list(args.model)
+    models, own = list(args.model), []
     if args.run is not None and (Path(args.run) / GRID_RECORD_NAME).is_file():
-        data_args, args.seed, cells = grid_cells(args.run, data_args, args, given or set())
-        models = models or cells
+        data_args, args.seed, own = grid_cells(args.run, data_args, args, given or set())
     elif args.run is not None:
         data_args, args.seed = recorded_settings(run_record(args.run), data_args, args, given or set())
-        models = models or run_models(args.run)
+        own = [] if models else run_models(args.run)
+    if not models and own:
+        check_one_run(args.run, own, args.seed)
+        models = own
     if not models:
         raise UserInputError("Nothing to analyse: pass --run RUN_DIR (a run_spt.py output folder) or --model FOLDER...")
     options = ReportOptions(**{f.name: getattr(args, f.name) for f in fields(ReportOptions)})
@@ -136,5 +198,5 @@ def report_folder(args: AnalysisArguments) -> Path:
     return Path(args.run) / RUN_ANALYSIS_DIR if args.run is not None else Path(RUN_ANALYSIS_DIR)
 
 
-__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "run_record", "run_models", "recorded_settings", "grid_cells",
-           "analyse", "report_folder"]
+__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "read_record", "run_record", "run_models", "recorded_settings",
+           "grid_cells", "one_run_problems", "check_one_run", "analyse", "report_folder"]

@@ -5,8 +5,8 @@ The parser is transformers' `HfArgumentParser` over the argument groups of `argu
 example scripts. Three layers give the values, each above the one before:
 
 1. `--recipe NAME`: a published recipe's settings (`recipes.py`);
-2. `--config_file FILE`: the same names as the flags, in YAML or JSON (an unknown name is an error
-   naming it, as `HfArgumentParser.parse_dict` reports it);
+2. `--config_file FILE`: the same names as the flags, in YAML or JSON (an unknown name, or a value
+   of the wrong type, is an error naming it: `check_setting_types`);
 3. the flags typed.
 
 A generic budget flag (`--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size`,
@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import types
+import typing
 from dataclasses import asdict, fields
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union
 
 from transformers import HfArgumentParser
 
@@ -78,18 +81,65 @@ def read_settings_file(path: str | Path, what: str) -> Any:
         raise UserInputError(f"{what} {path} is not valid JSON: {error}") from None
 
 
+MAPPING_SETTINGS = ("task_options", "pretrain_task_options")  # JSON text as a flag, a mapping in a file
+TYPE_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "text", type(None): "null",
+              dict: "a mapping", list: "a list"}
+
+
+def _fits(value: Any, annotation: Any) -> bool:
+    """Whether a file's `value` (a YAML/JSON value) has the type `annotation` of a dataclass field."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, option) for option in args)
+    if origin is Literal:
+        return value in args
+    if annotation in (int, float) and isinstance(value, bool):
+        return False
+    if annotation is float:
+        return isinstance(value, (int, float))
+    if (origin or annotation) in (list, tuple):
+        return isinstance(value, list) and all(_fits(item, args[0]) for item in value if args)
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return value in {member.value for member in annotation}
+    if annotation in TYPE_WORDS or origin is dict:
+        return isinstance(value, origin or annotation)
+    return True  # a type a file cannot spell (a config object): the dataclass judges it
+
+
+def _type_words(annotation: Any) -> str:
+    """`annotation` in words: "a whole number or null", "a list (text each)"..."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (Union, types.UnionType):
+        return " or ".join(dict.fromkeys(_type_words(option) for option in args))
+    if origin is Literal or isinstance(annotation, type) and issubclass(annotation, Enum):
+        return "one of " + ", ".join(repr(getattr(option, "value", option)) for option in (args or annotation))
+    if (origin or annotation) in (list, tuple):
+        return f"a list ({_type_words(args[0])} each)" if args else "a list"
+    return TYPE_WORDS.get(origin or annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def check_setting_types(settings: dict[str, Any], where: str, groups: tuple[type, ...] = ARGUMENT_GROUPS) -> None:
+    """Raise `UserInputError` listing every setting of a file whose value has not its field's type (`hidden_size:
+    32.5`, `seed: [1, 2]`), with the type expected. Text passes: the parser reads it as the flag typed."""
+    hints = {name: hint for group in groups for name, hint in typing.get_type_hints(group).items()}
+    hints.update({name: dict | str | None for name in MAPPING_SETTINGS})
+    wrong = [f"{name}: {value!r} does not fit --{name}, which takes {_type_words(hints[name])}"
+             for name, value in settings.items()
+             if name in hints and not isinstance(value, str) and not _fits(value, hints[name])]
+    if wrong:
+        raise UserInputError(f"{where}: {'; '.join(wrong)}.")
+
+
 def read_config_file(path: str) -> dict[str, Any]:
-    """A config file's settings; unknown names fail, naming them and the file."""
+    """A config file's settings; unknown names and values of the wrong type fail, naming them and the file."""
     settings = read_settings_file(path, "--config_file") or {}
     if not isinstance(settings, dict):
         raise UserInputError(f"{path}: a config file holds a mapping of setting names to values, not {type(settings).__name__}.")
-    try:
-        HfArgumentParser(ARGUMENT_GROUPS).parse_dict(settings)
-    except ValueError as error:
-        if "not used by the HfArgumentParser" not in str(error):
-            raise
-        unknown = sorted(set(settings) - {f.name for group in ARGUMENT_GROUPS for f in fields(group)})
-        raise UserInputError(f"{path}: unknown settings {unknown}; run with --help for the valid names.") from None
+    unknown = sorted(set(settings) - {f.name for group in ARGUMENT_GROUPS for f in fields(group)})
+    if unknown:
+        raise UserInputError(f"{path}: unknown settings {unknown}; run with --help for the valid names.")
+    check_setting_types(settings, path)
+    HfArgumentParser(ARGUMENT_GROUPS).parse_dict(settings)  # the groups' own checks (JSON options...)
     return settings
 
 
@@ -173,5 +223,6 @@ def parse_arguments(
     return data, model, experiment, training
 
 
-__all__ = ["ARGUMENT_GROUPS", "build_parser", "given_flags", "read_settings_file", "read_config_file", "layered",
+__all__ = ["ARGUMENT_GROUPS", "build_parser", "given_flags", "read_settings_file", "check_setting_types",
+           "read_config_file", "layered",
            "check_all_read", "unread_lora_settings", "parse_arguments"]

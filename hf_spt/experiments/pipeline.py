@@ -40,6 +40,7 @@ from ..training.model_factory import classification_model, pretraining_collator,
 from ..training.parts import freeze_parts as freeze_model_parts
 from ..training.parts import load_partial_weights
 from ..training.pretrain_trainer import PretrainTrainer
+from ..training.time_estimate import StepTimeEstimate
 from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from .card_provenance import phase_card_data
 from .hub import check_hub_ready
@@ -50,6 +51,7 @@ from .phase_definition import (check_phase_folder, check_phase_folders, finetune
                                pretrain_definition, record_definition)
 from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json
 from .run_results import PHASE_RESULT_NAME, listed_arms, results_table, write_results
+from .run_plan import announce_plan
 from .value_ranges import check_value_ranges
 
 LOG_HISTORY_NAME = "log_history.json"  # every phase's Trainer log history, as the Trainer keeps it
@@ -162,6 +164,7 @@ def _train(trainer, folder: Path) -> ElapsedTime:
     checkpoint = resume_checkpoint(folder)
     clock = ElapsedTime.from_checkpoint(checkpoint)
     trainer.add_callback(clock)
+    trainer.add_callback(StepTimeEstimate())
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
     return clock
 
@@ -350,6 +353,8 @@ def run_experiment(
     if training.overwrite_output_dir:
         clear_phase_folders(output_dir, exp.mode)
     check_phases(task, source, config, spt_config, exp, training, start_weights, spt_init, scratch_config)
+    announce_plan([name for name in PHASE_FOLDERS[exp.mode] if not (output_dir / name / PHASE_RESULT_NAME).is_file()],
+                  task, source, spt_config, exp, training)
     arms: list[dict[str, Any]] = []
     pretrain_result = None
     if pretrains:

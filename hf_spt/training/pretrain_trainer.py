@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import pyarrow.compute as pc
 import torch
 from datasets import Dataset, concatenate_datasets
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
@@ -42,6 +43,30 @@ def inputs_only(dataset: Dataset) -> Dataset:
         pairs = dataset.select_columns(["pair_input_ids"]).rename_column("pair_input_ids", "input_ids")
         inputs = concatenate_datasets([inputs, pairs])
     return inputs
+
+
+MASKING_RANGE = "the task presets mask 0.1 to 0.5 of the tokens (BERT: 0.15)"
+
+
+def check_masking(collator: DataCollatorForSpt, train_dataset: Dataset, batch_size: int,
+                  eval_dataset: Dataset | None = None) -> None:
+    """Refuse a masking rate that leaves the batches without masked tokens: under one expected per training batch
+    (the loss would read nothing: 0, no gradient), or none in the fixed validation masking (`eval_loss` NaN)."""
+    mean_length = pc.mean(pc.list_value_length(train_dataset.with_format("arrow")["input_ids"])).as_py()
+    if mean_length is None:  # no training rows: the Trainer says so itself
+        return
+    per_batch = collator.mlm_probability * batch_size * mean_length
+    masked = None
+    if eval_dataset is not None and "labels" in eval_dataset.column_names:
+        labels = pc.list_flatten(eval_dataset.with_format("arrow")["labels"])
+        masked = pc.sum(pc.not_equal(labels, -100)).as_py() or 0
+    if per_batch < 1 or masked == 0:
+        validation = "" if masked is None else f", and the fixed validation masking holds {masked} masked tokens"
+        raise UserInputError(
+            f"--mlm_probability {collator.mlm_probability:g} masks next to nothing: about {per_batch:.2g} masked "
+            f"tokens per training batch of {batch_size} rows{validation}, so SPT would train on no token (loss 0, no "
+            f"gradient) and score none (eval_loss NaN). Give a rate that masks several tokens a batch: {MASKING_RANGE}."
+        )
 
 
 class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
@@ -84,9 +109,11 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
                 random_replace_prob=args.random_replace_prob,
                 padding_free=args.padding_free,
             )
-        if eval_dataset is not None and isinstance(data_collator, DataCollatorForSpt):
-            with args.main_process_first(desc="fixed validation masks"):
-                eval_dataset = fixed_masking(eval_dataset, data_collator, args.seed)
+        if isinstance(data_collator, DataCollatorForSpt) and data_collator.mlm:
+            if eval_dataset is not None:
+                with args.main_process_first(desc="fixed validation masks"):
+                    eval_dataset = fixed_masking(eval_dataset, data_collator, args.seed)
+            check_masking(data_collator, train_dataset, args.per_device_train_batch_size, eval_dataset)
         if args.flush_denormal and args.device.type == "cpu":
             torch.set_flush_denormal(True)
         super().__init__(
@@ -138,4 +165,4 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         return not getattr(self.data_collator, "mlm", True)
 
 
-__all__ = ["PretrainTrainer", "inputs_only", "sparse_prediction"]
+__all__ = ["PretrainTrainer", "check_masking", "inputs_only", "sparse_prediction"]
