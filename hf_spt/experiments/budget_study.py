@@ -113,7 +113,8 @@ def checkpoint_rows(grid: Grid, num_examples: int = 256) -> list[dict[str, Any]]
     """One row per finished SPT checkpoint: its budget, best validation MLM loss (`phase.json`) and the probe
     (`analysis.checkpoint_probe`), computed once and cached in the checkpoint's folder."""
     tokens, rows = _Tokens(grid), []
-    for job in sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str):
+    jobs = {job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}
+    for job in sorted(jobs, key=lambda job: (job.task, job.seed, job.num_layers, job.epochs)):
         result = read_json(job.folder(grid) / PHASE_RESULT_NAME)
         if result is None:
             continue
