@@ -33,8 +33,8 @@ from accelerate.utils import parse_flag_from_env
 
 from .ablation_report import write_report
 from .arguments import DataArguments
-from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, cells, experiment_arguments,
-                   model_arguments, parse_grid, pretrain_job)
+from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
+                   experiment_arguments, model_arguments, parse_grid, pretrain_job)
 from .model_config import build_config
 from .phase_arguments import finetune_arguments, pretrain_arguments
 from .phase_definition import check_phase_folders, finetune_definition, pretrain_definition
@@ -75,7 +75,7 @@ def _cell_inputs(grid: Grid, cell: Cell, tasks: dict | None = None) -> tuple:
     job = pretrain_job(grid, cell)
     epochs = None
     if arm.compute_matched:
-        matched = exp if arm.pretrain_epochs is None else replace(exp, pretrain_epochs=arm.pretrain_epochs)
+        matched = replace(exp, pretrain_epochs=arm_pretrain_epochs(grid, arm, cell.seed, cell.task))
         budget = spt_step_budget(len(task.dataset["train"]), task.is_pair, task.preset.batch_size, matched, training)
         epochs = (budget["pretrain"] + budget["finetune"]) / budget["finetune_steps_per_epoch"]
     options = {"init_from": job.folder(grid) if job else None, "init_parts": arm.init_parts,

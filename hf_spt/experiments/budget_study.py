@@ -31,7 +31,7 @@ from ..training.pretrain_trainer import inputs_only
 from .ablation import prepare_unit
 from .ablation_report import mean_std
 from .command_line import read_settings_file
-from .grid import Grid, arm_named, cells, experiment_arguments, parse_grid, pretrain_job
+from .grid import Grid, arm_named, arm_pretrain_epochs, cells, experiment_arguments, parse_grid, pretrain_job
 from .lra import suite_rows
 from .phase_arguments import masking_rate
 from .pipeline import PHASE_RESULT_NAME
@@ -39,7 +39,6 @@ from .run_folder import read_json, write_json
 
 STUDIES_DIR = Path(__file__).with_name("studies")
 PROBE_NAME = "checkpoint_probe.json"
-SCRATCH_ARMS = ("scratch", "scratch_compute_matched")
 _BUDGET_SUFFIX = re.compile(r"_e[0-9.]+$")
 
 
@@ -95,8 +94,7 @@ def study_rows(grid: Grid) -> list[dict[str, Any]]:
         if arm.pretrain:
             epochs = row["pretrain_epochs"]
         elif arm.compute_matched:  # the SPT budget whose steps it was given
-            exp, training = experiment_arguments(grid, row["seed"], source)
-            epochs = arm.pretrain_epochs or exp.phase_setting(training, "pretrain", "epochs")
+            epochs = arm_pretrain_epochs(grid, arm, row["seed"], source)
         else:
             epochs = None
         budget = int(epochs * tokens.per_epoch(source, row["seed"])) if epochs else 0

@@ -212,18 +212,25 @@ def cells(grid: Grid) -> list[Cell]:
     return [Cell(task, arm.name, seed) for task in grid.tasks for arm in grid.arms for seed in grid.seeds]
 
 
+def arm_pretrain_epochs(grid: Grid, arm: Arm, seed: int, task_key: str) -> float:
+    """The SPT budget an arm starts from (a pretraining arm) or is given the steps of (a compute-matched arm): its
+    own `pretrain_epochs`, else the experiment's for `task_key`, as run_spt.py resolves them."""
+    if arm.pretrain_epochs is not None:
+        return arm.pretrain_epochs
+    exp, training = experiment_arguments(grid, seed, task_key)
+    return exp.phase_setting(training, "pretrain", "epochs")
+
+
 def pretrain_job(grid: Grid, cell: Cell) -> PretrainJob | None:
     """The SPT checkpoint `cell` starts from, or None for scratch arms."""
     arm = arm_named(grid, cell.arm)
     if not arm.pretrain:
         return None
-    epochs = arm.pretrain_epochs
-    if epochs is None:
-        exp, training = experiment_arguments(grid, cell.seed, arm.pretrain_task or cell.task)
-        epochs = exp.phase_setting(training, "pretrain", "epochs")
-    return PretrainJob(arm.pretrain_task or cell.task, float(epochs), arm_depth(grid, arm, cell.task), cell.seed)
+    source = arm.pretrain_task or cell.task
+    return PretrainJob(source, float(arm_pretrain_epochs(grid, arm, cell.seed, source)),
+                       arm_depth(grid, arm, cell.task), cell.seed)
 
 
 __all__ = ["CELLS_DIR", "PRETRAIN_DIR", "GRID_RECORD_NAME", "TaskSpec", "Arm", "Grid", "PretrainJob", "Cell",
            "parse_grid", "load_grid", "experiment_arguments", "model_arguments", "arm_named", "arm_depth", "cells",
-           "pretrain_job"]
+           "arm_pretrain_epochs", "pretrain_job"]
