@@ -1,0 +1,152 @@
+"""Is a generated Pathfinder configuration learnable at all? A small CNN reference on the same images.
+
+A budget study can only show SPT's gain where some arm leaves chance. Before spending hours of
+Transformer training on a configuration, this trains a convolutional network (which has locality
+built in) on the images the `pathfinder` task generates with the same options and the same
+80/10/10 split sizes, and prints train, validation and test accuracy per epoch. A configuration the
+CNN cannot learn is no place to look for SPT's gain; one it learns is where the Transformer arms go.
+`--model transformer` trains an SPT classifier (pixel tokens, mean pooling) in the same plain loop,
+from random weights or from a saved SPT checkpoint (`--init_from`), to see whether it fits the
+training images at all.
+
+    python benchmarks/pathfinder_learnability.py --image_size 24 --contour_length 4 --num_distractors 0 \
+        --num_images 8000 --epochs 8
+
+Prints one JSON line per epoch and a final summary line (best validation epoch and its test accuracy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+from hf_spt.tasks.pathfinder_generator import generate_pathfinder
+
+
+def reference_cnn(channels: int = 32, depth: int = 6) -> nn.Module:
+    """3x3 conv blocks (BatchNorm, ReLU), every second one dilated, then global max and mean pooling into 2 logits."""
+    layers: list[nn.Module] = []
+    width = 1
+    for block in range(depth):
+        dilation = 2 if block % 2 else 1
+        layers += [nn.Conv2d(width, channels, 3, padding=dilation, dilation=dilation), nn.BatchNorm2d(channels), nn.ReLU()]
+        width = channels
+
+    class Reference(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.features = nn.Sequential(*layers)
+            self.classifier = nn.Linear(2 * channels, 2)
+
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            maps = self.features(images)
+            pooled = torch.cat([maps.amax(dim=(2, 3)), maps.mean(dim=(2, 3))], dim=1)
+            return self.classifier(pooled)
+
+    return Reference()
+
+
+def reference_transformer(num_pixels: int, layers: int, hidden_size: int, position_embedding_type: str,
+                          pooling: str, init_from: str | None) -> nn.Module:
+    """An SPT classifier over pixel tokens (id = 4 + value) that returns logits, from scratch or a checkpoint."""
+    from hf_spt import SptConfig, SptForSequenceClassification
+
+    if init_from:
+        model = SptForSequenceClassification.from_pretrained(init_from, num_labels=2, pooling=pooling)
+    else:
+        config = SptConfig(vocab_size=260, max_position_embeddings=num_pixels, num_hidden_layers=layers,
+                           hidden_size=hidden_size, num_attention_heads=4, intermediate_size=2 * hidden_size,
+                           pooling=pooling, position_embedding_type=position_embedding_type, num_labels=2,
+                           hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = SptForSequenceClassification(config)
+
+    class PixelClassifier(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            ids = (images.flatten(1) * 255).round().long() + 4
+            return self.model(input_ids=ids).logits
+
+    return PixelClassifier()
+
+
+def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 256) -> float:
+    model.eval()
+    with torch.no_grad():
+        predictions = torch.cat([model(images[i : i + batch_size]).argmax(-1) for i in range(0, len(images), batch_size)])
+    return float((predictions == labels).float().mean())
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--image_size", type=int, default=32)
+    parser.add_argument("--contour_length", type=int, default=14)
+    parser.add_argument("--num_distractors", type=int, default=2)
+    parser.add_argument("--num_images", type=int, default=4000)
+    parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--model", choices=("cnn", "transformer"), default="cnn")
+    parser.add_argument("--channels", type=int, default=32, help="cnn: channels per block")
+    parser.add_argument("--depth", type=int, default=6, help="cnn: conv blocks; transformer: layers")
+    parser.add_argument("--hidden_size", type=int, default=64, help="transformer: width")
+    parser.add_argument("--position_embedding_type", default="sinusoidal", help="transformer: sinusoidal, alibi, ...")
+    parser.add_argument("--pooling", default="mean", help="transformer: mean, max, last, cls or last_mean")
+    parser.add_argument("--init_from", default=None, help="transformer: an SPT checkpoint folder to start from")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--torch_threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.torch_threads)
+    torch.manual_seed(args.seed)
+
+    images, labels = generate_pathfinder(args.num_images, args.seed, args.image_size, args.contour_length,
+                                         args.num_distractors)
+    order = np.random.default_rng(args.seed).permutation(len(images))
+    images = torch.tensor(images[order], dtype=torch.float32).unsqueeze(1) / 255.0
+    labels = torch.tensor(labels[order])
+    train_end, validation_end = int(0.8 * len(images)), int(0.9 * len(images))
+    splits = {"train": slice(0, train_end), "validation": slice(train_end, validation_end),
+              "test": slice(validation_end, None)}
+    train_x, train_y = images[splits["train"]], labels[splits["train"]]
+
+    if args.model == "cnn":
+        model = reference_cnn(args.channels, args.depth)
+    else:
+        model = reference_transformer(args.image_size**2, args.depth, args.hidden_size, args.position_embedding_type,
+                                      args.pooling, args.init_from)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)
+    best = {"validation_accuracy": -1.0}
+    start = time.perf_counter()
+    for epoch in range(1, args.epochs + 1):
+        model.train()
+        permutation = torch.randperm(len(train_x))
+        for first in range(0, len(train_x), args.batch_size):
+            batch = permutation[first : first + args.batch_size]
+            loss = nn.functional.cross_entropy(model(train_x[batch]), train_y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        row = {"epoch": epoch, "train_accuracy": accuracy(model, train_x, train_y),
+               "validation_accuracy": accuracy(model, images[splits["validation"]], labels[splits["validation"]]),
+               "test_accuracy": accuracy(model, images[splits["test"]], labels[splits["test"]]),
+               "seconds": round(time.perf_counter() - start, 1)}
+        print(json.dumps(row), flush=True)
+        if row["validation_accuracy"] > best["validation_accuracy"]:
+            best = row
+    summary = {"config": {key: getattr(args, key) for key in ("model", "image_size", "contour_length",
+                                                              "num_distractors", "num_images", "seed")},
+               "best_epoch": best["epoch"], "validation_accuracy": best["validation_accuracy"],
+               "test_accuracy": best["test_accuracy"]}
+    print(json.dumps(summary), flush=True)
+    return summary
+
+
+if __name__ == "__main__":
+    main()
