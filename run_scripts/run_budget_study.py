@@ -11,6 +11,8 @@ Usage:
 
     # your own study: any grid file (hf_spt/experiments/studies/*.yaml show the arms)
     python run_scripts/run_budget_study.py --study my_study.yaml
+    # one report over several finished studies (each configuration from one folder)
+    python run_scripts/run_budget_study.py --combine runs/budget_pathfinder,runs/budget_pathfinder_cl2 --output_dir docs/lra
 
 Re-running the same command skips finished units and resumes an interrupted one, so more seeds can be
 added later (`--seeds 0,1,2`) without re-training seed 0. Writes OUTPUT_DIR/budget_study.{json,md,png}
@@ -26,8 +28,9 @@ from pathlib import Path
 import torch
 from transformers import HfArgumentParser
 
+from hf_spt.errors import UserInputError
 from hf_spt.experiments.ablation import run_grid
-from hf_spt.experiments.budget_report import STUDY_MD_NAME, write_study_report
+from hf_spt.experiments.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
 from hf_spt.experiments.budget_study import checkpoint_rows, study_grid, study_names, study_rows, summarize_study
 from hf_spt.experiments.cli import run_cli
 from hf_spt.experiments.grid import cells, pretrain_job
@@ -43,11 +46,21 @@ class BudgetStudyArguments:
     torch_threads: int | None = field(default=None, metadata={"help": "torch CPU threads per process."})
     dry_run: bool = field(default=False, metadata={"help": "Print the SPT checkpoints and cells; train nothing."})
     list_studies: bool = field(default=False, metadata={"help": "Print the shipped studies and exit."})
+    combine: str | None = field(default=None, metadata={
+        "help": "Comma-separated output folders of finished studies: write one report over all their configurations "
+                "into --output_dir (required) and train nothing."})
 
 
 def main(args: BudgetStudyArguments) -> None:
     if args.list_studies:
         print("\n".join(study_names()))
+        return
+    if args.combine:
+        if not args.output_dir:
+            raise UserInputError("--combine writes the combined report into --output_dir: give one.")
+        rows, checkpoints = combined_reports(args.combine.split(","))
+        write_study_report(rows, checkpoints, summarize_study(rows), Path(args.output_dir))
+        print((Path(args.output_dir) / STUDY_MD_NAME).read_text())
         return
     if args.torch_threads is not None:
         torch.set_num_threads(args.torch_threads)

@@ -109,3 +109,39 @@ def test_shipped_studies_parse_with_both_controls_per_budget(name):
 def test_unknown_study_names_the_shipped_ones():
     with pytest.raises(UserInputError, match="pathfinder_budget"):
         study_grid("no_such_study")
+
+
+def _report_folder(folder: Path, config: str, accuracy: float) -> Path:
+    """A finished study's report files holding one configuration: scratch, and SPT beside compute-matched scratch."""
+    folder.mkdir(parents=True)
+    base = {"task": "pathfinder", "config": config, "seed": 0, "eval_accuracy": accuracy, "num_layers": 2}
+    rows = [{**base, "arm": "scratch", "arm_name": "scratch", "test_accuracy": 0.5, "pretrain_epochs": None,
+             "pretrain_tokens": 0, "budget_tokens": 0},
+            {**base, "arm": "spt", "arm_name": "spt_e4", "test_accuracy": accuracy, "pretrain_epochs": 4.0,
+             "pretrain_tokens": 1000, "budget_tokens": 1000},
+            {**base, "arm": "scratch_compute_matched", "arm_name": "scratch_compute_matched_e4", "test_accuracy": 0.5,
+             "pretrain_epochs": 4.0, "pretrain_tokens": 0, "budget_tokens": 1000}]
+    probes = [{"config": config, "seed": 0, "pretrain_epochs": 4.0, "num_layers": 2, "pretrain_tokens": 1000,
+               "mlm_loss": 0.1, "unigram_loss": 0.2, "near_ratio_by_layer": [1.0, 2.0]}]
+    (folder / "budget_study.json").write_text(json.dumps(rows))
+    (folder / "budget_study_checkpoints.json").write_text(json.dumps(probes))
+    return folder
+
+
+def test_combine_writes_one_report_over_studies_and_refuses_a_configuration_from_two(tmp_path, capsys):
+    first = _report_folder(tmp_path / "first", "easy", 0.9)
+    second = _report_folder(tmp_path / "second", "hard", 0.6)
+    out = tmp_path / "combined"
+    run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{first},{second}", output_dir=str(out)))
+    rows = json.loads((out / "budget_study.json").read_text())
+    assert [row["config"] for row in rows] == ["easy"] * 3 + ["hard"] * 3
+    markdown = (out / "budget_study.md").read_text()
+    assert "## easy" in markdown and "## hard" in markdown and "+40.0" in markdown and "+10.0" in markdown
+    assert (out / "budget_study.png").is_file()
+    again = _report_folder(tmp_path / "rerun", "easy", 0.7)
+    with pytest.raises(UserInputError, match="'easy' is in both"):
+        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{first},{again}", output_dir=str(out)))
+    with pytest.raises(UserInputError, match="no finished budget study"):
+        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=str(tmp_path), output_dir=str(out)))
+    with pytest.raises(UserInputError, match="--output_dir"):
+        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=str(first)))
