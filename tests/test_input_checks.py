@@ -15,7 +15,7 @@ from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.command_line import ARGUMENT_GROUPS, check_setting_types, parse_arguments
-from hf_spt.experiments.recipes import AMOS_LRA_TASKS, recipe_settings
+from hf_spt.experiments.recipes import read_recipe, recipe_settings
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
 from hf_spt.training.arguments import PretrainArguments
@@ -92,7 +92,7 @@ def test_every_valid_setting_passes_the_type_check(tmp_path):
     defaults = {f.name: f.default for group in ARGUMENT_GROUPS for f in fields(group)
                 if f.default is not MISSING and not isinstance(f.default, str)}
     check_setting_types(defaults, "defaults")
-    for task in AMOS_LRA_TASKS:
+    for task in read_recipe("amos_lra")[1]:
         check_setting_types(recipe_settings("amos_lra", task), "amos_lra")
     check_setting_types(recipe_settings("balestriero_huang", "markov"), "balestriero_huang")
     settings = {"seed": 3, "learning_rate": 1, "warmup_steps": 10, "hidden_size": "32", "num_train_epochs": "1e-3",

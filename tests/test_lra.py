@@ -15,7 +15,7 @@ from hf_spt.experiments.grid import parse_grid
 from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
 from hf_spt.experiments.lra import LraSuite, lra_grid, run_lra_suite, runnable_tasks, step_counts
 from hf_spt.experiments.lra_report import PUBLISHED_SCRATCH, lra_table, markdown
-from hf_spt.experiments.recipes import amos_lra_settings
+from hf_spt.experiments.recipes import recipe_settings
 from hf_spt.tasks.lra_data import find_lra_data, missing_data_report
 from conftest import CellRecorder
 from task_files import write_aan, write_image_folder, write_imdb, write_listops, write_pathfinder_release
@@ -74,7 +74,7 @@ def test_full_scale_runs_the_published_recipe_per_task(lra_root, tmp_path):
     assert list(grid.tasks) == ["listops", "text", "retrieval", "image", "pathfinder"]
     assert [arm.name for arm in grid.arms] == ["scratch", "scratch_compute_matched", "spt"]
     for name, spec in grid.tasks.items():
-        recipe = amos_lra_settings(name)
+        recipe = recipe_settings("amos_lra", name)
         settings = {**spec.experiment, **spec.model, "max_length": spec.max_length}
         assert {k: settings[k] for k in recipe} == recipe
         assert spec.experiment["early_stopping_patience"] > 0 and spec.data_dir is not None

@@ -1,4 +1,4 @@
-"""Recipes give defaults; the config file and explicit flags win over them."""
+"""Recipes are settings files (shipped or the user's) giving defaults; the config file and explicit flags win."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hf_spt.experiments.recipes import recipe_settings
-from hf_spt.tasks import task_preset
+from hf_spt.errors import MissingInputError, UserInputError
+from hf_spt.experiments.recipes import RECIPES, recipe_settings
 
 RUN_SPT = Path(__file__).parents[1] / "run_scripts" / "run_spt.py"
 
@@ -40,11 +40,19 @@ def test_a_generic_flag_beats_the_recipes_per_phase_value():
     assert exp.phase_setting(training, "pretrain", "epochs") == 200 and exp.phase_setting(training, "finetune", "epochs") == 4
 
 
-def test_amos_lra_reads_the_registered_presets():
-    image = task_preset("image")
-    settings = recipe_settings("amos_lra", "image")
-    assert (settings["mlm_probability"], settings["per_device_train_batch_size"], settings["hidden_size"]) == (
-        image.mlm_probability, image.batch_size, image.model["hidden_size"])
+def test_shipped_recipes_are_files_with_the_published_values():
+    assert RECIPES == ("amos_lra", "balestriero_huang")
+    assert recipe_settings("balestriero_huang", "anything") == {
+        "optim": "adafactor", "lr_scheduler_type": "cosine", "warmup_steps": 0.05, "per_device_train_batch_size": 8,
+        "max_steps": 10_000, "pooling": "last_mean"}
+    assert recipe_settings("amos_lra", "LRA-Text") == {
+        "optim": "adamw_torch", "learning_rate": 1e-3, "pretrain_epochs": 200, "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0, "pooling": "mean", "mlm_probability": 0.15,
+        "per_device_train_batch_size": 32, "max_length": 4096, "num_hidden_layers": 6, "hidden_size": 512,
+        "num_attention_heads": 8, "intermediate_size": 2048}
+    pathfinder = recipe_settings("amos_lra", "pathfinder")
+    assert (pathfinder["num_attention_heads"], pathfinder["intermediate_size"], pathfinder["max_length"]) == (8, 128, 1024)
+    assert isinstance(pathfinder["learning_rate"], float)  # 0.001 in the file: YAML reads `1e-3` as text
 
 
 def test_amos_lra_per_task():
@@ -56,3 +64,39 @@ def test_amos_lra_per_task():
         parse(["--recipe", "amos_lra"])
     with pytest.raises(ValueError, match="Unknown --recipe"):
         recipe_settings("nope", "markov")
+
+
+def test_a_user_recipe_file_with_per_task_settings(tmp_path):
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text("optim: adafactor\npretrain_epochs: 3\ntasks:\n  markov: {mlm_probability: 0.3}\n"
+                      "  LRA-ListOps: {hidden_size: 32}\n")
+    assert recipe_settings(str(recipe), "markov") == {"optim": "adafactor", "pretrain_epochs": 3, "mlm_probability": 0.3}
+    assert recipe_settings(str(recipe), "lra_listops")["hidden_size"] == 32
+    _, _, exp, training = parse(["--recipe", str(recipe), "--pretrain_epochs", "2"])
+    assert training.optim == "adafactor" and exp.mlm_probability == 0.3 and exp.pretrain_epochs == 2
+    with pytest.raises(UserInputError, match=r"has settings for the tasks markov, listops, not for task 'image': use "
+                                             r"the task's own preset \(no --recipe\) or a recipe for every task "
+                                             r"\(--recipe balestriero_huang\)"):
+        recipe_settings(str(recipe), "image")
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"max_steps": 7}))
+    assert parse(["--recipe", str(plain)])[3].max_steps == 7
+
+
+@pytest.mark.parametrize("name, text, error, message", [
+    ("nope", None, UserInputError, r"Unknown --recipe 'nope'; name a shipped recipe \(amos_lra, balestriero_huang\) "
+                                   r"or a recipe file \(.yaml/.yml/.json\)"),
+    ("absent.yaml", None, MissingInputError, r"--recipe absent.yaml: no such file; name a shipped recipe \(amos_lra"),
+    ("bad.yaml", "optim: [adafactor\n", UserInputError, r"--recipe .*bad.yaml is not valid YAML"),
+    ("list.yaml", "- optim\n", UserInputError, r"list.yaml: expected a mapping of setting names to values, not list"),
+    ("key.yaml", "optimiser: adafactor\n", UserInputError, r"key.yaml: unknown settings \['optimiser'\]; run with --help"),
+    ("task_key.json", '{"tasks": {"markov": {"hiden_size": 8}}}', UserInputError,
+     r"task_key.json, tasks: markov: unknown settings \['hiden_size'\]"),
+    ("tasks.yaml", "tasks: [markov]\n", UserInputError, r"tasks.yaml: tasks: is a mapping of task name -> settings, not list"),
+    ("type.yaml", "seed: [1, 2]\n", UserInputError, r"type.yaml: seed: \[1, 2\] does not fit --seed, which takes a whole"),
+])
+def test_recipe_errors_name_the_problem_and_the_fix(tmp_path, name, text, error, message):
+    if text is not None:
+        (tmp_path / name).write_text(text)
+    with pytest.raises(error, match=message):
+        recipe_settings(name if text is None else str(tmp_path / name), "markov")

@@ -26,6 +26,7 @@ from transformers import TrainingArguments
 
 from ..errors import UserInputError
 from ..training.parts import parse_parts
+from .recipes import RECIPES
 
 MODES = ("compare", "spt", "finetune", "scratch", "lora_comparison")
 FINETUNE_METHODS = ("full", "lora")
@@ -243,7 +244,8 @@ class RunOptions:
         "full fine-tuning, arms scratch, pretrained_lora, pretrained_full)."},
     )
     recipe: str | None = field(
-        default=None, metadata={"help": "balestriero_huang or amos_lra: published settings under every explicit flag."}
+        default=None, metadata={"help": f"A shipped recipe ({', '.join(RECIPES)}) or a recipe file (.yaml/.json): "
+                                        "defaults under the config file and every flag."}
     )
     log_proximity: bool = field(
         default=False,

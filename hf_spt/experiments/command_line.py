@@ -4,7 +4,7 @@ The parser is transformers' `HfArgumentParser` over the argument groups of `argu
 `--help` lists the flags by phase and every `TrainingArguments` flag is typed as in transformers'
 example scripts. Three layers give the values, each above the one before:
 
-1. `--recipe NAME`: a published recipe's settings (`recipes.py`);
+1. `--recipe NAME|FILE`: a shipped recipe's settings, or a recipe file's (`recipes.py`);
 2. `--config_file FILE`: the same names as the flags, in YAML or JSON (an unknown name, or a value
    of the wrong type, is an error naming it: `check_setting_types`);
 3. the flags typed.
@@ -130,17 +130,22 @@ def check_setting_types(settings: dict[str, Any], where: str, groups: tuple[type
         raise UserInputError(f"{where}: {'; '.join(wrong)}.")
 
 
-def read_config_file(path: str) -> dict[str, Any]:
-    """A config file's settings; unknown names and values of the wrong type fail, naming them and the file."""
-    settings = read_settings_file(path, "--config_file") or {}
+def check_settings(settings: Any, where: str) -> dict[str, Any]:
+    """The settings of a file (config file, recipe) at `where`; not a mapping, unknown names and values of the
+    wrong type fail, naming them and `where`."""
     if not isinstance(settings, dict):
-        raise UserInputError(f"{path}: a config file holds a mapping of setting names to values, not {type(settings).__name__}.")
+        raise UserInputError(f"{where}: expected a mapping of setting names to values, not {type(settings).__name__}.")
     unknown = sorted(set(settings) - {f.name for group in ARGUMENT_GROUPS for f in fields(group)})
     if unknown:
-        raise UserInputError(f"{path}: unknown settings {unknown}; run with --help for the valid names.")
-    check_setting_types(settings, path)
+        raise UserInputError(f"{where}: unknown settings {unknown}; run with --help for the valid names.")
+    check_setting_types(settings, where)
     HfArgumentParser(ARGUMENT_GROUPS).parse_dict(settings)  # the groups' own checks (JSON options...)
     return settings
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """A config file's settings, checked (`check_settings`)."""
+    return check_settings(read_settings_file(path, "--config_file") or {}, path)
 
 
 def layered(layers: list[dict[str, Any]]) -> dict[str, Any]:
@@ -224,5 +229,5 @@ def parse_arguments(
 
 
 __all__ = ["ARGUMENT_GROUPS", "build_parser", "given_flags", "read_settings_file", "check_setting_types",
-           "read_config_file", "layered",
+           "check_settings", "read_config_file", "layered",
            "check_all_read", "unread_lora_settings", "parse_arguments"]

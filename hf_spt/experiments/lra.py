@@ -3,7 +3,7 @@
 `lra_grid` turns the suite's options into an ablation `Grid` (`ablation.py`), so the suite
 shares the grid's machinery: one SPT checkpoint per (task, seed), one cell per (task, arm,
 seed), resumable cell by cell, cells split between ranks. Every task runs with its published
-recipe, `amos_lra` (`recipes.py`: AdamW at 1e-3, the task preset's masking rate, batch, model
+recipe, `amos_lra` (`recipes/amos_lra.yaml`: AdamW at 1e-3, the task's masking rate, batch, model
 size and length, up to 200 pretraining epochs of which the best-validation checkpoint is kept),
 and every arm is fine-tuned to convergence: the best-validation checkpoint, with early stopping
 on validation accuracy (`early_stopping_patience` evaluations) within `finetune_epochs` epochs.
@@ -37,7 +37,7 @@ from .grid import Arm, Cell, Grid, TaskSpec, cells, experiment_arguments, parse_
 from .arguments import ModelArguments
 from .lra_report import write_lra_report
 from .pipeline import LOG_HISTORY_NAME, PHASE_RESULT_NAME
-from .recipes import amos_lra_settings
+from .recipes import recipe_settings
 from .run_folder import read_json
 
 SCALES = ("full", "mini")
@@ -111,7 +111,7 @@ def suite_tasks(scale: str) -> tuple[str, ...]:
 def _split_recipe(task: str) -> tuple[dict[str, Any], dict[str, Any], int | None]:
     """`amos_lra`'s settings of `task`, split into experiment (phase and Trainer) settings, model settings and
     the length (positions)."""
-    settings = amos_lra_settings(task)
+    settings = recipe_settings("amos_lra", task)
     model_names = {f.name for f in fields(ModelArguments)}
     max_length = settings.pop("max_length", None)
     return ({k: v for k, v in settings.items() if k not in model_names},
