@@ -36,9 +36,8 @@ from .arguments import DataArguments
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
                    experiment_arguments, model_arguments, parse_grid, pretrain_job)
 from .model_config import build_config
-from .phase_arguments import finetune_arguments, pretrain_arguments
-from .phase_definition import check_phase_folders, finetune_definition, pretrain_definition
-from .pipeline import PHASE_RESULT_NAME, finetune, finetune_settings, prepare_task, pretrain
+from .phase_definition import check_phase_folders
+from .pipeline import PHASE_RESULT_NAME, finetune, finetune_phase, prepare_task, pretrain, pretrain_phase
 from .run_folder import locks_output_dir, read_json, write_json
 from .run_plan import phase_steps, spt_step_budget  # moved there; importable from here as before
 
@@ -100,16 +99,13 @@ def check_grid(grid: Grid) -> None:
     tasks: dict = {}
     sources = {}
     for job in sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str):
-        task, config, exp, training = _job_inputs(grid, job, tasks)
-        args = pretrain_arguments(task, exp, training, job.folder(grid))
-        sources[job] = pretrain_definition(task, config, exp.pretrain_objective, args, None)
+        sources[job] = pretrain_phase(*_job_inputs(grid, job, tasks), job.folder(grid)).definition
     units = [(job.folder(grid), definition) for job, definition in sources.items()]
     for cell in cells(grid):
-        task, config, exp, training, options = _cell_inputs(grid, cell, tasks)
-        args = finetune_arguments(task, exp, training, cell.folder(grid), config.num_labels, options["epochs"])
-        units.append((cell.folder(grid), finetune_definition(
-            task, config, cell.arm, args, options["init_from"], options["init_parts"], options["freeze_parts"],
-            source_definition=sources.get(pretrain_job(grid, cell)), settings=finetune_settings(exp, exp.finetune_method))))
+        *inputs, options = _cell_inputs(grid, cell, tasks)
+        phase = finetune_phase(*inputs, cell.folder(grid), cell.arm, **options,
+                               source_definition=sources.get(pretrain_job(grid, cell)))
+        units.append((phase.folder, phase.definition))
     check_phase_folders(units)  # every changed unit listed, not only the first
 
 

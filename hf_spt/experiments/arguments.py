@@ -26,9 +26,9 @@ from transformers import TrainingArguments
 
 from ..errors import UserInputError
 from ..training.parts import parse_parts
+from .modes import MODE_PHASES, uses_lora
 from .recipes import RECIPES
 
-MODES = ("compare", "spt", "finetune", "scratch", "lora_comparison")
 FINETUNE_METHODS = ("full", "lora")
 PHASES = ("pretrain", "finetune")
 # generic TrainingArguments field -> the per-phase flag suffix that overrides it for one phase
@@ -262,12 +262,12 @@ class ExperimentArguments(RunOptions, LoraOptions, FinetuneOptions, PretrainOpti
     """The phase groups and the run group in one object: what the pipeline reads besides the shared Trainer flags."""
 
     def __post_init__(self):
-        if self.mode not in MODES:
-            raise UserInputError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODES)}.")
+        if self.mode not in MODE_PHASES:
+            raise UserInputError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODE_PHASES)}.")
         if self.finetune_method not in FINETUNE_METHODS:
             raise UserInputError(f"Unknown --finetune_method {self.finetune_method!r}; choose one of "
                                  f"{', '.join(FINETUNE_METHODS)}.")
-        if self.freeze_parts is not None and (self.finetune_method == "lora" or self.mode == "lora_comparison"):
+        if self.freeze_parts is not None and uses_lora(self.mode, self.finetune_method):
             raise UserInputError("--freeze_parts does not combine with LoRA, which already freezes every weight but "
                                  "the adapters and the classifier head.")
         if self.init_parts is not None and self.mode == "scratch":
@@ -370,5 +370,5 @@ def _default(spec) -> Any:
     return spec.default_factory() if callable(spec.default_factory) else spec.default
 
 
-__all__ = ["MODES", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_DEFAULTS", "DataArguments", "ModelArguments", "PretrainOptions",
+__all__ = ["FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_DEFAULTS", "DataArguments", "ModelArguments", "PretrainOptions",
            "FinetuneOptions", "LoraOptions", "RunOptions", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

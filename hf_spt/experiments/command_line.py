@@ -31,14 +31,13 @@ from transformers import HfArgumentParser
 from ..errors import MissingInputError, UserInputError
 from .arguments import (PHASES, PHASE_SETTINGS, DataArguments, ExperimentArguments, FinetuneOptions, LoraOptions,
                         ModelArguments, PretrainOptions, RunOptions, SharedTrainingArguments)
+from .modes import MODE_PHASES, mode_arms, uses_lora
 from .pipeline import CUSTOM_DATA_FIELDS
 from .recipes import recipe_settings
 
 ARGUMENT_GROUPS = (DataArguments, ModelArguments, PretrainOptions, FinetuneOptions, LoraOptions,
                    SharedTrainingArguments, RunOptions)
 CONFIG_FILE_FLAG = "--config_file"
-PHASES_OF_MODE = {"compare": ("pretrain", "finetune"), "spt": ("pretrain",), "finetune": ("finetune",),
-                  "scratch": ("finetune",), "lora_comparison": ("finetune",)}
 PRETRAIN_DATA_FIELDS = ("pretrain_task", "pretrain_data_dir", "pretrain_task_options")
 # flags read only together with another one
 NEEDS = {"proximity_every_n_steps": "log_proximity", "hub_model_id": "push_to_hub", "hub_strategy": "push_to_hub"}
@@ -164,16 +163,17 @@ def check_all_read(
     given: set[str], data: DataArguments, exp: ExperimentArguments, training: SharedTrainingArguments
 ) -> None:
     """Fail on a given setting the chosen run does not read (another phase's, another task's...)."""
-    phases = PHASES_OF_MODE[exp.mode]
+    phases = tuple(dict.fromkeys(spec.kind for spec in MODE_PHASES[exp.mode]))  # ordered: pretrain, finetune
     unread = {}
     if "pretrain" not in phases:
         for name in given & {*(f.name for f in fields(PretrainOptions)), *PRETRAIN_DATA_FIELDS}:
             unread[name] = f"only the pretraining phase reads it, and --mode {exp.mode} does not pretrain"
     if "finetune" not in phases:
-        for name in given & {f.name for f in fields(FinetuneOptions)}:
+        for name in given & {f.name for group in (FinetuneOptions, LoraOptions) for f in fields(group)}:
             unread[name] = f"only fine-tuning reads it, and --mode {exp.mode} does not fine-tune"
-    if exp.mode == "scratch" and "init_from" in given:
-        unread["init_from"] = "--mode scratch starts from random weights (or --model_name_or_path)"
+    elif all(arm.start != "pretraining" for arm in mode_arms(exp.mode)):
+        for name in given & {"init_from", "init_parts"}:
+            unread[name] = f"--mode {exp.mode} starts from random weights (or --model_name_or_path)"
     unread.update(unread_lora_settings(given, exp))
     for generic, suffix in PHASE_SETTINGS.items():
         if generic in given and all(getattr(exp, f"{phase}_{suffix}") is not None for phase in phases):
@@ -191,19 +191,17 @@ def check_all_read(
 
 
 def unread_lora_settings(given: set[str], exp: ExperimentArguments) -> dict[str, str]:
-    """The LoRA settings (and starting points) a run would not read, with why: LoRA flags without LoRA,
-    and what `--mode lora_comparison` fixes itself (each arm's method and starting weights)."""
-    if exp.mode == "lora_comparison":
-        fixed = given & {"finetune_method", "init_from", "init_parts"}
-        return {name: "--mode lora_comparison sets each arm's method and starts from --model_name_or_path"
-                for name in fixed}
-    if exp.mode == "spt":
-        return {name: "only fine-tuning reads it, and --mode spt does not fine-tune"
-                for name in given & {"finetune_method", *LORA_SETTINGS}}
-    if exp.finetune_method != "lora":
-        return {name: "it is read only with --finetune_method lora (or --mode lora_comparison)"
-                for name in given & set(LORA_SETTINGS)}
-    return {}
+    """The LoRA settings a run would not read, with why: LoRA flags without a LoRA arm, and `--finetune_method`
+    where the mode sets each arm's method (`modes.MODE_PHASES`)."""
+    arms = mode_arms(exp.mode)
+    if not arms:  # check_all_read: no fine-tuning setting is read
+        return {}
+    unread = {"finetune_method": f"--mode {exp.mode} sets each arm's method"} if all(arm.method for arm in arms) else {}
+    if not uses_lora(exp.mode, exp.finetune_method):
+        lora_modes = " or ".join(f"--mode {mode}" for mode in MODE_PHASES if uses_lora(mode, "full"))
+        unread.update({name: f"it is read only with --finetune_method lora (or {lora_modes})"
+                       for name in LORA_SETTINGS})
+    return {name: why for name, why in unread.items() if name in given}
 
 
 def parse_arguments(

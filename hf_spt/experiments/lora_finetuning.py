@@ -29,20 +29,14 @@ from transformers import PreTrainedModel
 
 from ..training.lora import apply_lora, require_peft
 from .arguments import ExperimentArguments
+from .modes import uses_lora
 
 BASE_FOLDER = "base"
-# --mode lora_comparison: (arm and folder, fine-tuning method, starts from --model_name_or_path's weights)
-COMPARISON_ARMS = (("scratch", "full", False), ("pretrained_lora", "lora", True), ("pretrained_full", "full", True))
-
-
-def uses_lora(exp: ExperimentArguments) -> bool:
-    """Whether any fine-tuning arm of the run trains LoRA adapters."""
-    return exp.finetune_method == "lora" or exp.mode == "lora_comparison"
 
 
 def check_lora_ready(exp: ExperimentArguments) -> None:
     """Before any training: a LoRA run needs `peft` installed (the message names the extra)."""
-    if uses_lora(exp):
+    if uses_lora(exp.mode, exp.finetune_method):
         require_peft()
 
 
@@ -85,5 +79,4 @@ def adapter_provenance(model: nn.Module, folder: Path) -> dict[str, Any]:
             "base_weights": base_reference(folder)}
 
 
-__all__ = ["BASE_FOLDER", "COMPARISON_ARMS", "uses_lora", "check_lora_ready", "target_modules", "with_adapters",
-           "base_reference", "adapter_provenance"]
+__all__ = ["BASE_FOLDER", "check_lora_ready", "target_modules", "with_adapters", "base_reference", "adapter_provenance"]

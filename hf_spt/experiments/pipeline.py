@@ -20,18 +20,16 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from accelerate import PartialState
-from transformers import EarlyStoppingCallback, set_seed
+from transformers import EarlyStoppingCallback, PreTrainedConfig, TrainingArguments, set_seed
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..analysis.callback import ProximityCallback
 from ..errors import UserInputError
-from ..models.backbone_classifier import BackboneClassifierConfig
-from ..models.configuration_spt import SptConfig
 from ..tasks import Task, load_task
 from ..training.finetune_trainer import FinetuneTrainer
 from ..training.lora import parameter_counts
@@ -44,8 +42,9 @@ from ..training.time_estimate import StepTimeEstimate
 from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from .card_provenance import phase_card_data
 from .hub import check_hub_ready
-from .lora_finetuning import COMPARISON_ARMS, adapter_provenance, check_lora_ready, with_adapters
+from .lora_finetuning import adapter_provenance, check_lora_ready, with_adapters
 from .model_config import build_config, fit_to_checkpoint, starting_weights
+from .modes import MODE_PHASES, PRETRAIN
 from .phase_arguments import finetune_arguments, pretrain_arguments
 from .phase_definition import (check_phase_folder, check_phase_folders, finetune_definition, holds_nothing,
                                pretrain_definition, record_definition)
@@ -132,13 +131,6 @@ def _finished(folder: Path) -> dict[str, Any] | None:
     return read_json(folder / PHASE_RESULT_NAME)
 
 
-def _claim(folder: Path, definition: dict[str, Any]) -> dict[str, Any] | None:
-    """The result of the phase `folder` holds when it is this one and finished; None when it is to train.
-    Raises `PhaseDefinitionMismatch` when the folder holds a phase defined otherwise."""
-    check_phase_folder(folder, definition)
-    return _finished(folder)
-
-
 @contextmanager
 def _recorded(folder: Path, definition: dict[str, Any]) -> Iterator[None]:
     """Around building and training a phase's model: its definition recorded first, so a killed run leaves a
@@ -181,19 +173,80 @@ def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardDat
     return result
 
 
-def pretrain(
-    task: Task, config: SptConfig | BackboneClassifierConfig, exp: ExperimentArguments,
-    training: SharedTrainingArguments, folder: Path, init_from: str | Path | None = None,
-) -> dict[str, Any]:
-    """SPT phase: MLM (or next-token prediction) on the task's training inputs, from random init or
-    `init_from`'s weights; keeps the best-validation model in `folder`."""
+@dataclass(frozen=True)
+class PlannedPhase:
+    """One phase, built once: its folder, Trainer arguments, definition, and what it trains (`arm` None: SPT)."""
+
+    folder: Path
+    task: Task
+    config: PreTrainedConfig
+    args: TrainingArguments
+    definition: dict[str, Any]
+    init_from: str | Path | None = None
+    arm: str | None = None
+    init_parts: str | None = None
+    freeze_parts: str | None = None
+    method: str = "full"
+
+
+def pretrain_phase(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments,
+                   folder: Path, init_from: str | Path | None = None) -> PlannedPhase:
+    """The SPT phase: MLM (or next-token prediction) on `task`'s training inputs, from random init or `init_from`."""
     args = pretrain_arguments(task, exp, training, folder)
-    definition = pretrain_definition(task, config, exp.pretrain_objective, args, init_from)
-    if (done := _claim(folder, definition)) is not None:
+    return PlannedPhase(folder, task, config, args,
+                        pretrain_definition(task, config, exp.pretrain_objective, args, init_from), init_from)
+
+
+def finetune_phase(
+    task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments, folder: Path,
+    arm: str, init_from: str | Path | None = None, init_parts: str | None = None, freeze_parts: str | None = None,
+    epochs: float | None = None, method: str | None = None, source_definition: dict[str, Any] | None = None,
+) -> PlannedPhase:
+    """A fine-tuning arm: a classifier from `init_from`'s SPT or pretrained weights, or from scratch.
+
+    `init_parts` ("qk", "attention,mlp"...): hybrid init, a fresh model given only those parts of
+    `init_from`. `freeze_parts`: parts kept at their initial values. `epochs` overrides the
+    fine-tuning epochs (the compute-matched scratch arm). `method`: "full" or "lora" (default:
+    `exp.finetune_method`); with LoRA only adapters and the head train (`lora_finetuning.with_adapters`).
+    `source_definition`: the definition of the phase `init_from` holds, when this run has yet to train it.
+    """
+    if init_parts is not None and init_from is None:
+        raise UserInputError(f"init_parts={init_parts!r} needs init_from (the SPT checkpoint to take them from).")
+    method = method or exp.finetune_method
+    args = finetune_arguments(task, exp, training, folder, config.num_labels, epochs)
+    definition = finetune_definition(task, config, arm, args, init_from, init_parts, freeze_parts,
+                                     source_definition=source_definition, settings=finetune_settings(exp, method))
+    return PlannedPhase(folder, task, config, args, definition, init_from, arm, init_parts, freeze_parts, method)
+
+
+def pretrain(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments,
+             folder: Path, init_from: str | Path | None = None) -> dict[str, Any]:
+    """Run the SPT phase (`pretrain_phase`); keeps the best-validation model in `folder`."""
+    return run_phase(pretrain_phase(task, config, exp, training, folder, init_from), exp, training)
+
+
+def finetune(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments,
+             folder: Path, arm: str, **options: Any) -> dict[str, Any]:
+    """Run a fine-tuning arm (`finetune_phase`, with its `options`) and test its best checkpoint."""
+    return run_phase(finetune_phase(task, config, exp, training, folder, arm, **options), exp, training)
+
+
+def run_phase(phase: PlannedPhase, exp: ExperimentArguments, training: SharedTrainingArguments,
+              checked: bool = False) -> dict[str, Any]:
+    """Train `phase`, or return its result when it is finished; `checked`: its folder was checked already (else
+    a folder holding a phase defined otherwise raises `PhaseDefinitionMismatch` here)."""
+    if not checked:
+        check_phase_folder(phase.folder, phase.definition)
+    if (done := _finished(phase.folder)) is not None:
         return done
-    with _recorded(folder, definition):
+    return (_run_pretrain if phase.arm is None else _run_finetune)(phase, exp, training)
+
+
+def _run_pretrain(phase: PlannedPhase, exp: ExperimentArguments, training: SharedTrainingArguments) -> dict[str, Any]:
+    task, args, folder = phase.task, phase.args, phase.folder
+    with _recorded(folder, phase.definition):
         set_seed(training.seed)
-        model = pretraining_model(config, exp.pretrain_objective, init_from)
+        model = pretraining_model(phase.config, exp.pretrain_objective, phase.init_from)
         trainer = PretrainTrainer(
             model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
             data_collator=pretraining_collator(task.tokenizer, exp.pretrain_objective),
@@ -201,54 +254,27 @@ def pretrain(
         _attach_probes(trainer, task, exp)
         clock = _train(trainer, folder)
     metrics = trainer.evaluate()
-    card = phase_card_data(task, model.config, exp, "pretrain", args, init_from, pretrain_epochs=trainer.state.epoch,
-                           extra_training={"token_weighting": exp.token_weighting})
+    card = phase_card_data(task, model.config, exp, "pretrain", args, phase.init_from,
+                           pretrain_epochs=trainer.state.epoch, extra_training={"token_weighting": exp.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
                                      "epochs": trainer.state.epoch, "steps": trainer.state.global_step,
                                      "seconds": clock.seconds(), "train_sampling_strategy": args.train_sampling_strategy,
                                      "pretraining_data": card.pretraining_data}, card)
 
 
-def finetune(
-    task: Task,
-    config: SptConfig | BackboneClassifierConfig,
-    exp: ExperimentArguments,
-    training: SharedTrainingArguments,
-    folder: Path,
-    arm: str,
-    init_from: str | Path | None = None,
-    init_parts: str | None = None,
-    freeze_parts: str | None = None,
-    epochs: float | None = None,
-    method: str | None = None,
-) -> dict[str, Any]:
-    """Fine-tune a classifier (from `init_from`'s SPT or pretrained weights, or from scratch) and test its
-    best checkpoint.
-
-    `init_parts` ("qk", "attention,mlp"...): hybrid init, a fresh model given only those parts of
-    `init_from`. `freeze_parts`: parts kept at their initial values. `epochs` overrides the
-    fine-tuning epochs (the compute-matched scratch arm). `method`: "full" or "lora" (default:
-    `exp.finetune_method`); with LoRA only adapters and the head train (`lora_finetuning.with_adapters`).
-    """
-    if init_parts is not None and init_from is None:
-        raise UserInputError(f"init_parts={init_parts!r} needs init_from (the SPT checkpoint to take them from).")
-    method = method or exp.finetune_method
-    args = finetune_arguments(task, exp, training, folder, config.num_labels, epochs)
-    definition = finetune_definition(task, config, arm, args, init_from, init_parts, freeze_parts,
-                                     settings=finetune_settings(exp, method))
-    if (done := _claim(folder, definition)) is not None:
-        return done
-    with _recorded(folder, definition):
+def _run_finetune(phase: PlannedPhase, exp: ExperimentArguments, training: SharedTrainingArguments) -> dict[str, Any]:
+    task, args, folder, init_from, init_parts = phase.task, phase.args, phase.folder, phase.init_from, phase.init_parts
+    with _recorded(folder, phase.definition):
         set_seed(training.seed)
         loaded = None  # hybrid init: the keys taken from init_from, by part and layer
         if init_parts is None:
-            model = classification_model(config, init_from)
+            model = classification_model(phase.config, init_from)
         else:
-            model = classification_model(config)
+            model = classification_model(phase.config)
             loaded = load_partial_weights(model, init_from, init_parts).loaded_by_part(init_parts)
-        if freeze_parts is not None:
-            freeze_model_parts(model, freeze_parts)
-        if method == "lora":
+        if phase.freeze_parts is not None:
+            freeze_model_parts(model, phase.freeze_parts)
+        if phase.method == "lora":
             model = with_adapters(model, exp, folder)
         trainer = FinetuneTrainer(
             model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
@@ -259,28 +285,26 @@ def finetune(
         clock = _train(trainer, folder)
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
-    result = {"arm": arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
-              "freeze_parts": freeze_parts, "finetune_method": method, **parameter_counts(model),
+    result = {"arm": phase.arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
+              "freeze_parts": phase.freeze_parts, "finetune_method": phase.method, **parameter_counts(model),
               "seconds": clock.seconds(), "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
               "train_sampling_strategy": args.train_sampling_strategy, **({"loaded": loaded} if loaded else {})}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
-    card = phase_card_data(task, model.config, exp, arm, args, init_from, pretrain_epochs=(source_phase or {}).get("epochs"),
+    card = phase_card_data(task, model.config, exp, phase.arm, args, init_from,
+                           pretrain_epochs=(source_phase or {}).get("epochs"),
                            extra_training={"class_weighting": exp.class_weighting}, init_parts=init_parts,
-                           freeze_parts=freeze_parts, pretraining_data=(source_phase or {}).get("pretraining_data"),
-                           loaded=loaded, adapter=adapter_provenance(model, folder) if method == "lora" else None)
+                           freeze_parts=phase.freeze_parts,
+                           pretraining_data=(source_phase or {}).get("pretraining_data"),
+                           loaded=loaded, adapter=adapter_provenance(model, folder) if phase.method == "lora" else None)
     return _finish(trainer, folder, result, card)
-
-
-PHASE_FOLDERS = {"compare": ("pretrain", "spt", "scratch"), "spt": ("pretrain",), "finetune": ("spt",),
-                 "scratch": ("scratch",), "lora_comparison": tuple(name for name, _, _ in COMPARISON_ARMS)}
 
 
 def clear_phase_folders(output_dir: Path, mode: str) -> None:
     """`--overwrite_output_dir`: delete the folders of the phases `mode` trains (never another phase's)."""
     if PartialState().is_main_process:
-        for name in PHASE_FOLDERS[mode]:
-            shutil.rmtree(output_dir / name, ignore_errors=True)
+        for spec in MODE_PHASES[mode]:
+            shutil.rmtree(output_dir / spec.folder, ignore_errors=True)
     PartialState().wait_for_everyone()
 
 
@@ -294,43 +318,46 @@ def finetune_settings(exp: ExperimentArguments, method: str) -> dict[str, Any]:
     return settings
 
 
-def check_phases(
-    task: Task, source: Task, config: SptConfig | BackboneClassifierConfig, spt_config: SptConfig | BackboneClassifierConfig,
-    exp: ExperimentArguments, training: SharedTrainingArguments, start_weights: str | None, spt_init: str | Path,
-    scratch_config: SptConfig | BackboneClassifierConfig | None = None,
-) -> None:
-    """Build every phase's arguments (transformers validates them) and definition, and check that each phase
-    folder holds that phase or nothing: a re-run defined otherwise stops here, before any phase trains."""
-    output_dir = Path(training.output_dir)
-    phases, pretrained = [], None
-    if exp.mode in ("compare", "spt"):
-        args = pretrain_arguments(source, exp, training, output_dir / "pretrain")
-        pretrained = pretrain_definition(source, config, exp.pretrain_objective, args, start_weights)
-        phases.append(("pretrain", pretrained))
-    if exp.mode in ("compare", "finetune"):
-        args = finetune_arguments(task, exp, training, output_dir / "spt", config.num_labels)
-        phases.append(("spt", finetune_definition(task, spt_config, "spt", args, spt_init, exp.init_parts,
-                                                  exp.freeze_parts, source_definition=pretrained,
-                                                  settings=finetune_settings(exp, exp.finetune_method))))
-    if exp.mode in ("compare", "scratch"):
-        args = finetune_arguments(task, exp, training, output_dir / "scratch", config.num_labels)
-        phases.append(("scratch", finetune_definition(task, config, "scratch", args, start_weights, None,
-                                                      exp.freeze_parts,
-                                                      settings=finetune_settings(exp, exp.finetune_method))))
-    for name, method, pretrained_arm in COMPARISON_ARMS if exp.mode == "lora_comparison" else ():
-        args = finetune_arguments(task, exp, training, output_dir / name, config.num_labels)
-        arm_config = config if pretrained_arm else scratch_config
-        phases.append((name, finetune_definition(task, arm_config, name, args, start_weights if pretrained_arm else None,
-                                                 None, exp.freeze_parts, settings=finetune_settings(exp, method))))
-    check_phase_folders((output_dir / name, definition) for name, definition in phases)
-    PartialState().wait_for_everyone()  # no rank writes into a folder another rank is judging
+def plan_run(
+    task: Task, source: Task, config: PreTrainedConfig, model_args: ModelArguments, exp: ExperimentArguments,
+    training: SharedTrainingArguments,
+) -> list[PlannedPhase]:
+    """The phases of `exp.mode` (`modes.MODE_PHASES`), in order, each built once (transformers validates the
+    arguments): the pretraining phase on `source`, the arms on `task`, each from the start weights and with the
+    config its `PhaseSpec` names."""
+    output_dir, start_weights = Path(training.output_dir), starting_weights(model_args)
+    starts = {"random": None, "model": start_weights, "pretraining": exp.init_from or output_dir / PRETRAIN.folder}
+    pretrains = any(spec.kind == "pretrain" for spec in MODE_PHASES[exp.mode])
+    phases, pretrained = [], None  # pretrained: this run's pretraining definition, the start of its spt arm
+    for spec in MODE_PHASES[exp.mode]:
+        folder, init_from = output_dir / spec.folder, starts[spec.start]
+        if spec.kind == "pretrain":
+            phases.append(pretrain_phase(source, config, exp, training, folder, init_from))
+            pretrained = phases[-1].definition
+            continue
+        init_parts = exp.init_parts if spec.takes_parts else None
+        if spec.config == "from_scratch":
+            if start_weights is None:
+                raise UserInputError(f"--mode {exp.mode} compares a pretrained model with its architecture trained "
+                                     "from scratch: give the pretrained weights with --model_name_or_path (without "
+                                     "--from_scratch).")
+            arm_config = build_config(task, replace(model_args, from_scratch=True))
+        elif spec.config == "checkpoint" and init_parts is None and not pretrains:  # loaded whole: its architecture
+            arm_config = fit_to_checkpoint(config, init_from, model_args, task)  # (contradicting flags are errors)
+        else:
+            arm_config = config
+        phases.append(finetune_phase(task, arm_config, exp, training, folder, spec.folder, init_from, init_parts,
+                                     exp.freeze_parts, method=spec.method,
+                                     source_definition=pretrained if spec.start == "pretraining" else None))
+    return phases
 
 
 @locks_output_dir(lambda data_args, model_args, exp, training: training.output_dir)
 def run_experiment(
     data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, training: SharedTrainingArguments
 ) -> dict[str, Any]:
-    """Run the phases `exp.mode` asks for and return (and write, on the main process) the results."""
+    """Plan the phases `exp.mode` asks for (`plan_run`), check every phase folder before any phase trains (a
+    re-run defined otherwise stops here), run them, and return (and write, on the main process) the results."""
     check_value_ranges(data_args, model_args, exp, training)
     output_dir = Path(training.output_dir)
     if training.push_to_hub:
@@ -338,42 +365,23 @@ def run_experiment(
     check_lora_ready(exp)
     task = prepare_task(data_args, training.seed)
     config = build_config(task, model_args)
-    start_weights = starting_weights(model_args)
-    if exp.mode == "lora_comparison" and start_weights is None:
-        raise UserInputError("--mode lora_comparison compares a pretrained model with its architecture trained from "
-                             "scratch: give the pretrained weights with --model_name_or_path (without --from_scratch).")
-    spt_init = exp.init_from or output_dir / "pretrain"
-    # --mode finetune loads spt_init whole: its architecture is the model's (contradicting flags are errors)
-    loads_whole = exp.mode == "finetune" and exp.init_parts is None
-    spt_config = fit_to_checkpoint(config, spt_init, model_args, task) if loads_whole else config
-    pretrains = exp.mode in ("compare", "spt")
+    pretrains = any(spec.kind == "pretrain" for spec in MODE_PHASES[exp.mode])
     source = prepare_pretrain_task(data_args, task, training.seed) if pretrains and data_args.pretrain_task else task
-    # Balestriero & Huang's comparison: the architecture from scratch vs its pretrained weights
-    scratch_config = build_config(task, replace(model_args, from_scratch=True)) if exp.mode == "lora_comparison" else None
+    phases = plan_run(task, source, config, model_args, exp, training)  # a wrong request fails before any deletion
     if training.overwrite_output_dir:
         clear_phase_folders(output_dir, exp.mode)
-    check_phases(task, source, config, spt_config, exp, training, start_weights, spt_init, scratch_config)
-    announce_plan([name for name in PHASE_FOLDERS[exp.mode] if not (output_dir / name / PHASE_RESULT_NAME).is_file()],
-                  task, source, spt_config, exp, training)
-    arms: list[dict[str, Any]] = []
-    pretrain_result = None
-    if pretrains:
-        pretrain_result = pretrain(source, config, exp, training, output_dir / "pretrain", init_from=start_weights)
-    if exp.mode in ("compare", "finetune"):
-        arms.append(finetune(task, spt_config, exp, training, output_dir / "spt", "spt", init_from=spt_init,
-                             init_parts=exp.init_parts, freeze_parts=exp.freeze_parts))
-    if exp.mode in ("compare", "scratch"):
-        arms.insert(0, finetune(task, config, exp, training, output_dir / "scratch", "scratch", init_from=start_weights,
-                                freeze_parts=exp.freeze_parts))
-    if exp.mode == "lora_comparison":
-        arms = [finetune(task, config if pretrained else scratch_config, exp, training, output_dir / name, name,
-                         init_from=start_weights if pretrained else None, freeze_parts=exp.freeze_parts, method=method)
-                for name, method, pretrained in COMPARISON_ARMS]
+    check_phase_folders((phase.folder, phase.definition) for phase in phases)
     state = PartialState()
+    state.wait_for_everyone()  # no rank writes into a folder another rank is judging
+    announce_plan([phase.folder.name for phase in phases if not (phase.folder / PHASE_RESULT_NAME).is_file()],
+                  task, source, phases[-1].config, exp, training)
+    results = [run_phase(phase, exp, training, checked=True) for phase in phases]
     state.wait_for_everyone()
+    pretrain_result = next((result for phase, result in zip(phases, results) if phase.arm is None), None)
+    arms = [result for phase, result in zip(phases, results) if phase.arm is not None]
     arms = listed_arms(output_dir, arms, task, training.seed, pretrain_result)  # and the other finished arms on disk
     # the model as trained (its saved config), never as the flags asked for it
-    trained = read_json(output_dir / PHASE_FOLDERS[exp.mode][-1] / "config.json")
+    trained = read_json(phases[-1].folder / "config.json")
     extra = {"mode": exp.mode, "seed": training.seed, "world_size": state.num_processes, "model": trained,
              "experiment": asdict(exp), "training": training.given(), "data": asdict(data_args)}
     if pretrain_result is not None:
@@ -381,6 +389,7 @@ def run_experiment(
     if state.is_main_process:
         write_results(output_dir, task.name, arms, extra)
     return {"task": task.name, "arms": arms, **extra}
+
 
 __all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "pretrain", "finetune", "run_experiment",
            "results_table", "write_results"]

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ..tasks import Task
-from .lora_finetuning import COMPARISON_ARMS
+from .modes import MODE_PHASES, mode_arms
 from .phase_definition import dataset_fingerprint, definition_digest, read_definition
 from .run_folder import read_json, write_json, write_text
 
 PHASE_RESULT_NAME = "phase.json"
 PRETRAIN_FOLDER = "pretrain"
-ARM_FOLDERS = tuple(dict.fromkeys(("scratch", "spt", *(name for name, _, _ in COMPARISON_ARMS))))
+ARM_FOLDERS = tuple(dict.fromkeys(("scratch", "spt", *(arm.folder for mode in MODE_PHASES for arm in mode_arms(mode)))))
 """Every arm a run folder can hold (each in the folder of its name), in the order results list them."""
 
 
