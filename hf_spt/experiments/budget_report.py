@@ -1,8 +1,8 @@
 """The budget study's report: `budget_study.{json,md,png}` and `budget_study_checkpoints.json`.
 
-`budget_study.png`, per configuration (one row of panels each): test accuracy against pretraining
-tokens (SPT and compute-matched scratch per budget, scratch and the control arms as horizontal
-lines), SPT's gain over each scratch arm, and per SPT checkpoint the MLM loss beside the unigram
+`budget_study.png`, per configuration (one row of panels each): test accuracy (0-100%) against
+pretraining tokens (SPT, compute-matched scratch and any other arm per budget, scratch and the
+control arms as horizontal lines), SPT's gain over each scratch arm, and per SPT checkpoint the MLM loss beside the unigram
 loss and the near-2 proximity ratio of every layer: whether pretraining left the frequency plateau
 and turned attention local, next to whether accuracy followed. Token axes are logarithmic.
 """
@@ -82,7 +82,10 @@ def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, A
             entry, probes = summary[config], _checkpoint_means(checkpoints, config)
             tokens = [b["budget_tokens"] for b in entry["budgets"]]
             accuracy, gain, loss, proximity = row
-            for arm, style in (("spt", "o-"), ("scratch_compute_matched", "s--")):
+            budget_arms = dict.fromkeys(["spt", "scratch_compute_matched"] + [
+                arm for b in entry["budgets"] for arm in b if isinstance(b[arm], dict)])
+            for arm in budget_arms:
+                style = {"spt": "o-", "scratch_compute_matched": "s--"}.get(arm, "^:")
                 points = [(t, b[arm]) for t, b in zip(tokens, entry["budgets"]) if b.get(arm)]
                 if points:
                     accuracy.errorbar([t for t, _ in points], [100 * s["mean"] for _, s in points],
@@ -91,7 +94,8 @@ def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, A
                 if stats:
                     accuracy.axhline(100 * stats["mean"], linestyle=":", color="grey" if arm == "scratch" else None,
                                      label=arm)
-            accuracy.set(xscale="log", xlabel="pretraining tokens", ylabel="test accuracy (%)", title=config)
+            # the whole 0-100 range: two arms that both predict one class differ by a class share, not a gain
+            accuracy.set(xscale="log", xlabel="pretraining tokens", ylabel="test accuracy (%)", title=config, ylim=(0, 100))
             accuracy.legend(fontsize=7)
             for key, label in (("gain_vs_scratch", "SPT - scratch"), ("gain_vs_compute_matched",
                                                                       "SPT - compute-matched scratch")):
