@@ -7,7 +7,10 @@ built in) on the images the `pathfinder` task generates with the same options an
 CNN cannot learn is no place to look for SPT's gain; one it learns is where the Transformer arms go.
 `--model transformer` trains an SPT classifier (pixel tokens, mean pooling) in the same plain loop,
 from random weights or from a saved SPT checkpoint (`--init_from`), to see whether it fits the
-training images at all.
+training images at all. `--label` swaps the path label for a control label computed from the same
+images, each balanced (the half of the images with more lit pixels: a bag of pixels suffices; more lit
+pixels in the top half than in the bottom: needs each pixel's row; in the left half than in the right:
+needs its column), to tell a model that cannot learn at all from one that cannot see the path.
 
     python benchmarks/pathfinder_learnability.py --image_size 24 --contour_length 4 --num_distractors 0 \
         --num_images 8000 --epochs 8
@@ -77,6 +80,33 @@ def reference_transformer(num_pixels: int, layers: int, hidden_size: int, positi
     return PixelClassifier()
 
 
+CONTROL_LABELS = ("path", "lit_above_median", "more_lit_top", "more_lit_left")
+
+
+def control_labels(images: np.ndarray, labels: np.ndarray, kind: str, seed: int = 0) -> np.ndarray:
+    """The path label, or a balanced control label computed from the images (module docstring): the half of the
+    images with more lit pixels (ties broken at random), or whether the top (left) half holds more lit pixels than
+    the bottom (right) half, ties split at random."""
+    if kind == "path":
+        return labels
+    rng = np.random.default_rng(seed)
+    lit = images > 0
+    half = images.shape[-1] // 2
+    if kind == "lit_above_median":
+        score = lit.reshape(len(images), -1).sum(1).astype(float)
+    elif kind == "more_lit_top":
+        score = lit[:, :half].sum((1, 2)) - lit[:, half:].sum((1, 2)).astype(float)
+    else:
+        score = lit[:, :, :half].sum((1, 2)) - lit[:, :, half:].sum((1, 2)).astype(float)
+    if kind == "lit_above_median":
+        order = np.lexsort((rng.random(len(images)), score))
+        balanced = np.zeros(len(images), np.int64)
+        balanced[order[len(images) // 2 :]] = 1
+        return balanced
+    ties = score == 0
+    return np.where(ties, rng.integers(0, 2, len(images)), score > 0).astype(np.int64)
+
+
 def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 256) -> float:
     model.eval()
     with torch.no_grad():
@@ -100,6 +130,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--position_embedding_type", default="sinusoidal", help="transformer: sinusoidal, alibi, ...")
     parser.add_argument("--pooling", default="mean", help="transformer: mean, max, last, cls or last_mean")
     parser.add_argument("--init_from", default=None, help="transformer: an SPT checkpoint folder to start from")
+    parser.add_argument("--label", choices=CONTROL_LABELS, default="path", help="the path label or a control label")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--torch_threads", type=int, default=2)
     args = parser.parse_args(argv)
@@ -108,6 +139,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     images, labels = generate_pathfinder(args.num_images, args.seed, args.image_size, args.contour_length,
                                          args.num_distractors)
+    labels = control_labels(images, labels, args.label, args.seed)
     order = np.random.default_rng(args.seed).permutation(len(images))
     images = torch.tensor(images[order], dtype=torch.float32).unsqueeze(1) / 255.0
     labels = torch.tensor(labels[order])
@@ -140,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(json.dumps(row), flush=True)
         if row["validation_accuracy"] > best["validation_accuracy"]:
             best = row
-    summary = {"config": {key: getattr(args, key) for key in ("model", "image_size", "contour_length",
+    summary = {"config": {key: getattr(args, key) for key in ("model", "label", "image_size", "contour_length",
                                                               "num_distractors", "num_images", "seed")},
                "best_epoch": best["epoch"], "validation_accuracy": best["validation_accuracy"],
                "test_accuracy": best["test_accuracy"]}
