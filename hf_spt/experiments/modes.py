@@ -45,9 +45,14 @@ def mode_arms(mode: str) -> tuple[PhaseSpec, ...]:
     return tuple(spec for spec in MODE_PHASES[mode] if spec.kind == "finetune")
 
 
+def mode_pretrains(mode: str) -> bool:
+    """Whether `mode` trains a pretraining phase."""
+    return any(spec.kind == "pretrain" for spec in MODE_PHASES[mode])
+
+
 def uses_lora(mode: str, finetune_method: str) -> bool:
     """Whether an arm of `mode` trains LoRA adapters, given `--finetune_method`."""
     return any((arm.method or finetune_method) == "lora" for arm in mode_arms(mode))
 
 
-__all__ = ["PhaseSpec", "PRETRAIN", "SPT", "SCRATCH", "MODE_PHASES", "mode_arms", "uses_lora"]
+__all__ = ["PhaseSpec", "PRETRAIN", "SPT", "SCRATCH", "MODE_PHASES", "mode_arms", "mode_pretrains", "uses_lora"]

@@ -44,7 +44,7 @@ from .card_provenance import phase_card_data
 from .hub import check_hub_ready
 from .lora_finetuning import adapter_provenance, check_lora_ready, with_adapters
 from .model_config import build_config, fit_to_checkpoint, starting_weights
-from .modes import MODE_PHASES, PRETRAIN
+from .modes import MODE_PHASES, PRETRAIN, mode_pretrains
 from .phase_arguments import finetune_arguments, pretrain_arguments
 from .phase_definition import (check_phase_folder, check_phase_folders, finetune_definition, holds_nothing,
                                pretrain_definition, record_definition)
@@ -327,7 +327,6 @@ def plan_run(
     config its `PhaseSpec` names."""
     output_dir, start_weights = Path(training.output_dir), starting_weights(model_args)
     starts = {"random": None, "model": start_weights, "pretraining": exp.init_from or output_dir / PRETRAIN.folder}
-    pretrains = any(spec.kind == "pretrain" for spec in MODE_PHASES[exp.mode])
     phases, pretrained = [], None  # pretrained: this run's pretraining definition, the start of its spt arm
     for spec in MODE_PHASES[exp.mode]:
         folder, init_from = output_dir / spec.folder, starts[spec.start]
@@ -342,8 +341,9 @@ def plan_run(
                                      "from scratch: give the pretrained weights with --model_name_or_path (without "
                                      "--from_scratch).")
             arm_config = build_config(task, replace(model_args, from_scratch=True))
-        elif spec.config == "checkpoint" and init_parts is None and not pretrains:  # loaded whole: its architecture
-            arm_config = fit_to_checkpoint(config, init_from, model_args, task)  # (contradicting flags are errors)
+        elif spec.config == "checkpoint" and init_parts is None and not mode_pretrains(exp.mode):
+            # loaded whole: its architecture (contradicting flags are errors)
+            arm_config = fit_to_checkpoint(config, init_from, model_args, task)
         else:
             arm_config = config
         phases.append(finetune_phase(task, arm_config, exp, training, folder, spec.folder, init_from, init_parts,
@@ -365,8 +365,8 @@ def run_experiment(
     check_lora_ready(exp)
     task = prepare_task(data_args, training.seed)
     config = build_config(task, model_args)
-    pretrains = any(spec.kind == "pretrain" for spec in MODE_PHASES[exp.mode])
-    source = prepare_pretrain_task(data_args, task, training.seed) if pretrains and data_args.pretrain_task else task
+    other_source = mode_pretrains(exp.mode) and data_args.pretrain_task
+    source = prepare_pretrain_task(data_args, task, training.seed) if other_source else task
     phases = plan_run(task, source, config, model_args, exp, training)  # a wrong request fails before any deletion
     if training.overwrite_output_dir:
         clear_phase_folders(output_dir, exp.mode)

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..tasks import Task
-from .modes import MODE_PHASES, mode_arms
+from .modes import MODE_PHASES, PRETRAIN, mode_arms
 from .phase_definition import dataset_fingerprint, definition_digest, read_definition
 from .run_folder import read_json, write_json, write_text
 
 PHASE_RESULT_NAME = "phase.json"
-PRETRAIN_FOLDER = "pretrain"
+PRETRAIN_FOLDER = PRETRAIN.folder
 ARM_FOLDERS = tuple(dict.fromkeys(("scratch", "spt", *(arm.folder for mode in MODE_PHASES for arm in mode_arms(mode)))))
 """Every arm a run folder can hold (each in the folder of its name), in the order results list them."""
 
