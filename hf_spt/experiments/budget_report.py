@@ -47,14 +47,20 @@ def _checkpoint_means(checkpoints: list[dict[str, Any]], config: str) -> dict[in
             for tokens, runs in sorted(by_tokens.items())}
 
 
+def _other_budget_arms(entry: dict[str, Any]) -> list[str]:
+    """The arm kinds a configuration has per pretraining budget besides SPT and compute-matched scratch (e.g. SPT
+    with frozen attention), sorted."""
+    return sorted({arm for budget in entry["budgets"] for arm in budget
+                   if isinstance(budget[arm], dict) and arm not in ("spt", "scratch_compute_matched")})
+
+
 def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]]) -> str:
     """One table per configuration: a row per pretraining budget with both controls and the gains, the
     checkpoint's losses and proximity; then scratch and the control arms."""
     lines = []
     for config, entry in summary.items():
         probes = _checkpoint_means(checkpoints, config)
-        extra = sorted({arm for budget in entry["budgets"] for arm in budget
-                        if isinstance(budget[arm], dict) and arm not in ("spt", "scratch_compute_matched")})
+        extra = _other_budget_arms(entry)
         lines += [f"## {config}", "", "Test accuracy (%), mean ± std (seeds); gains in points, from seed means; MLM and "
                   "unigram loss on masked validation tokens; near-2 ratio per layer (1 = no preference for neighbours).",
                   "", "| SPT epochs | pretraining tokens | SPT | scratch, compute-matched | gain vs scratch | gain vs "
@@ -82,9 +88,7 @@ def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, A
             entry, probes = summary[config], _checkpoint_means(checkpoints, config)
             tokens = [b["budget_tokens"] for b in entry["budgets"]]
             accuracy, gain, loss, proximity = row
-            budget_arms = dict.fromkeys(["spt", "scratch_compute_matched"] + [
-                arm for b in entry["budgets"] for arm in b if isinstance(b[arm], dict)])
-            for arm in budget_arms:
+            for arm in ("spt", "scratch_compute_matched", *_other_budget_arms(entry)):
                 style = {"spt": "o-", "scratch_compute_matched": "s--"}.get(arm, "^:")
                 points = [(t, b[arm]) for t, b in zip(tokens, entry["budgets"]) if b.get(arm)]
                 if points:
