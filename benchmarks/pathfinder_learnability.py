@@ -28,6 +28,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from hf_spt.models.tokenization_spt import NUM_SPECIAL_TOKENS
+from hf_spt.tasks.common import PIXEL_VALUES
 from hf_spt.tasks.pathfinder_generator import generate_pathfinder
 
 
@@ -56,13 +58,14 @@ def reference_cnn(channels: int = 32, depth: int = 6) -> nn.Module:
 
 def reference_transformer(num_pixels: int, layers: int, hidden_size: int, position_embedding_type: str,
                           pooling: str, init_from: str | None) -> nn.Module:
-    """An SPT classifier over pixel tokens (id = 4 + value) that returns logits, from scratch or a checkpoint."""
+    """An SPT classifier over the pixel tokens the `pathfinder` task feeds it (`tasks.common.pixel_ids`: special
+    tokens first, then one id per value) that returns logits, from scratch or a checkpoint."""
     from hf_spt import SptConfig, SptForSequenceClassification
 
     if init_from:
         model = SptForSequenceClassification.from_pretrained(init_from, num_labels=2, pooling=pooling)
     else:
-        config = SptConfig(vocab_size=260, max_position_embeddings=num_pixels, num_hidden_layers=layers,
+        config = SptConfig(vocab_size=NUM_SPECIAL_TOKENS + PIXEL_VALUES, max_position_embeddings=num_pixels, num_hidden_layers=layers,
                            hidden_size=hidden_size, num_attention_heads=4, intermediate_size=2 * hidden_size,
                            pooling=pooling, position_embedding_type=position_embedding_type, num_labels=2,
                            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -74,7 +77,7 @@ def reference_transformer(num_pixels: int, layers: int, hidden_size: int, positi
             self.model = model
 
         def forward(self, images: torch.Tensor) -> torch.Tensor:
-            ids = (images.flatten(1) * 255).round().long() + 4
+            ids = (images.flatten(1) * (PIXEL_VALUES - 1)).round().long() + NUM_SPECIAL_TOKENS
             return self.model(input_ids=ids).logits
 
     return PixelClassifier()
@@ -91,20 +94,32 @@ def control_labels(images: np.ndarray, labels: np.ndarray, kind: str, seed: int 
         return labels
     rng = np.random.default_rng(seed)
     lit = images > 0
-    half = images.shape[-1] // 2
     if kind == "lit_above_median":
-        score = lit.reshape(len(images), -1).sum(1).astype(float)
-    elif kind == "more_lit_top":
-        score = lit[:, :half].sum((1, 2)) - lit[:, half:].sum((1, 2)).astype(float)
-    else:
-        score = lit[:, :, :half].sum((1, 2)) - lit[:, :, half:].sum((1, 2)).astype(float)
-    if kind == "lit_above_median":
-        order = np.lexsort((rng.random(len(images)), score))
+        order = np.lexsort((rng.random(len(images)), lit.reshape(len(images), -1).sum(1)))
         balanced = np.zeros(len(images), np.int64)
         balanced[order[len(images) // 2 :]] = 1
         return balanced
-    ties = score == 0
-    return np.where(ties, rng.integers(0, 2, len(images)), score > 0).astype(np.int64)
+    half = images.shape[-1] // 2
+    axis = 1 if kind == "more_lit_top" else 2  # rows or columns
+    first, second = np.split(lit, [half], axis=axis)
+    score = first.sum((1, 2)).astype(np.int64) - second.sum((1, 2))
+    return np.where(score == 0, rng.integers(0, 2, len(images)), score > 0).astype(np.int64)
+
+
+MODEL_FLAGS = {"cnn": ("channels", "depth"), "transformer": ("depth", "hidden_size", "position_embedding_type",
+                                                          "pooling", "init_from")}
+CHECKPOINT_FIXES = ("depth", "hidden_size", "position_embedding_type")  # read from --init_from's config instead
+
+
+def check_model_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A model flag the chosen model does not read is an error, never a silently ignored value."""
+    unread = [name for names in MODEL_FLAGS.values() for name in names
+              if name not in MODEL_FLAGS[args.model] and getattr(args, name) is not None]
+    if args.init_from:
+        unread += [name for name in CHECKPOINT_FIXES if getattr(args, name) is not None]
+    if unread:
+        parser.error(f"--model {args.model}{' --init_from' if args.init_from else ''} does not read "
+                     f"{', '.join('--' + name for name in dict.fromkeys(unread))}: drop them.")
 
 
 def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 256) -> float:
@@ -124,16 +139,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--model", choices=("cnn", "transformer"), default="cnn")
-    parser.add_argument("--channels", type=int, default=32, help="cnn: channels per block")
-    parser.add_argument("--depth", type=int, default=6, help="cnn: conv blocks; transformer: layers")
-    parser.add_argument("--hidden_size", type=int, default=64, help="transformer: width")
-    parser.add_argument("--position_embedding_type", default="sinusoidal", help="transformer: sinusoidal, alibi, ...")
-    parser.add_argument("--pooling", default="mean", help="transformer: mean, max, last, cls or last_mean")
-    parser.add_argument("--init_from", default=None, help="transformer: an SPT checkpoint folder to start from")
+    parser.add_argument("--channels", type=int, help="cnn: channels per block (default 32)")
+    parser.add_argument("--depth", type=int, help="cnn: conv blocks; transformer from scratch: layers (default 6)")
+    parser.add_argument("--hidden_size", type=int, help="transformer from scratch: width (default 64)")
+    parser.add_argument("--position_embedding_type", help="transformer from scratch: sinusoidal (default), alibi, ...")
+    parser.add_argument("--pooling", help="transformer: mean (default), max, last, cls or last_mean")
+    parser.add_argument("--init_from", help="transformer: an SPT checkpoint folder to start from")
     parser.add_argument("--label", choices=CONTROL_LABELS, default="path", help="the path label or a control label")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--torch_threads", type=int, default=2)
     args = parser.parse_args(argv)
+    check_model_flags(parser, args)
     torch.set_num_threads(args.torch_threads)
     torch.manual_seed(args.seed)
 
@@ -149,10 +165,10 @@ def main(argv: list[str] | None = None) -> dict:
     train_x, train_y = images[splits["train"]], labels[splits["train"]]
 
     if args.model == "cnn":
-        model = reference_cnn(args.channels, args.depth)
+        model = reference_cnn(args.channels or 32, args.depth or 6)
     else:
-        model = reference_transformer(args.image_size**2, args.depth, args.hidden_size, args.position_embedding_type,
-                                      args.pooling, args.init_from)
+        model = reference_transformer(args.image_size**2, args.depth or 6, args.hidden_size or 64,
+                                      args.position_embedding_type or "sinusoidal", args.pooling or "mean", args.init_from)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)
     best = {"validation_accuracy": -1.0}
     start = time.perf_counter()
