@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from hf_spt.errors import MissingInputError, UserInputError
-from hf_spt.experiments.recipes import RECIPES, recipe_settings
+from hf_spt.experiments.recipes import RECIPES, read_recipe, recipe_settings
+from hf_spt.tasks import task_preset
 
 RUN_SPT = Path(__file__).parents[1] / "run_scripts" / "run_spt.py"
 
@@ -100,3 +101,16 @@ def test_recipe_errors_name_the_problem_and_the_fix(tmp_path, name, text, error,
         (tmp_path / name).write_text(text)
     with pytest.raises(error, match=message):
         recipe_settings(name if text is None else str(tmp_path / name), "markov")
+
+
+def test_amos_lra_file_agrees_with_the_task_presets_where_its_header_says_so():
+    """The file writes out each task's preset values; only ListOps's length differs (2048 positions, the preset 2000)."""
+    _, tasks = read_recipe("amos_lra")
+    assert set(tasks) == {"listops", "text", "retrieval", "image", "pathfinder"}
+    for task, settings in tasks.items():
+        preset = task_preset(task)
+        expected = {"mlm_probability": preset.mlm_probability, "per_device_train_batch_size": preset.batch_size,
+                    "max_length": 2048 if task == "listops" else preset.max_length,
+                    **{name: preset.model[name] for name in ("num_hidden_layers", "hidden_size", "num_attention_heads",
+                                                             "intermediate_size")}}
+        assert settings == expected, task
