@@ -83,7 +83,7 @@ def main(args: argparse.Namespace) -> dict:
     pretrain = result.get("pretrain", {})
     if pretrain.get("steps") and pretrain.get("seconds"):  # seconds of training, data generation excluded
         speed = pretrain["steps"] / pretrain["seconds"]
-        from hf_spt.experiments.lra import LraSuite, gpu_hours, lra_grid, step_counts
+        from hf_spt.experiments.suites.lra import LraSuite, gpu_hours, lra_grid, step_counts
 
         counts = step_counts(lra_grid(LraSuite(output_dir=str(output), tasks=["listops"])))
         report.update(listops_steps_per_second=speed, listops_step_counts=counts["listops"],

@@ -24,9 +24,9 @@ import torch
 from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.ablation import run_grid
-from hf_spt.experiments.grid import load_grid
-from hf_spt.experiments.ablation_report import RESULTS_MD_NAME
+from hf_spt.experiments.suites.ablation import run_grid
+from hf_spt.experiments.suites.grid import load_grid
+from hf_spt.experiments.suites.ablation_report import RESULTS_MD_NAME
 from hf_spt.experiments.cli import run_cli
 
 DEFAULT_GRID_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ablation_default.yaml")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from transformers import HfArgumentParser
 
-from hf_spt.experiments.analysis_run import AnalysisArguments, analyse, report_folder
+from hf_spt.experiments.suites.analysis_run import AnalysisArguments, analyse, report_folder
 from hf_spt.experiments.arguments import DataArguments
 from hf_spt.experiments.cli import run_cli
 

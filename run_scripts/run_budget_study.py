@@ -9,7 +9,7 @@ Usage:
     ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu --num_processes 2 run_scripts/run_budget_study.py \\
         --study pathfinder_budget --seeds 0 --torch_threads 1
 
-    # your own study: any grid file (hf_spt/experiments/studies/*.yaml show the arms)
+    # your own study: any grid file (hf_spt/experiments/suites/studies/*.yaml show the arms)
     python run_scripts/run_budget_study.py --study my_study.yaml
     # one report over several finished studies (each configuration from one folder)
     python run_scripts/run_budget_study.py --combine runs/budget_pathfinder,runs/budget_pathfinder_cl2 --output_dir docs/lra
@@ -29,11 +29,11 @@ import torch
 from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.ablation import run_grid
-from hf_spt.experiments.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
-from hf_spt.experiments.budget_study import checkpoint_rows, study_grid, study_names, study_rows, summarize_study
+from hf_spt.experiments.suites.ablation import run_grid
+from hf_spt.experiments.suites.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
+from hf_spt.experiments.suites.budget_study import checkpoint_rows, study_grid, study_names, study_rows, summarize_study
 from hf_spt.experiments.cli import run_cli
-from hf_spt.experiments.grid import cells, pretrain_job
+from hf_spt.experiments.suites.grid import cells, pretrain_job
 
 
 @dataclass

@@ -28,8 +28,8 @@ from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.cli import run_cli
-from hf_spt.experiments.lra import MINI_GENERATED, LraSuite, gpu_hours, lra_grid, run_lra_suite, runnable_tasks, step_counts
-from hf_spt.experiments.lra_report import LRA_MD_NAME
+from hf_spt.experiments.suites.lra import MINI_GENERATED, LraSuite, gpu_hours, lra_grid, run_lra_suite, runnable_tasks, step_counts
+from hf_spt.experiments.suites.lra_report import LRA_MD_NAME
 from hf_spt.tasks.lra_data import missing_data_report
 
 

@@ -73,7 +73,7 @@ class CellRecorder:
     """Wraps the ablation grid's `run_cell` to kill a run after some cells, then to count a re-run's cells."""
 
     def __init__(self, monkeypatch):
-        import hf_spt.experiments.ablation as ablation
+        import hf_spt.experiments.suites.ablation as ablation
 
         self.ablation, self.monkeypatch, self.real = ablation, monkeypatch, ablation.run_cell
         self.done: list = []

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import hf_spt.experiments.ablation as ablation
+import hf_spt.experiments.suites.ablation as ablation
 from conftest import CellRecorder
-from hf_spt.experiments.ablation import run_grid
-from hf_spt.experiments.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
-from hf_spt.experiments.ablation_report import gain_recovered, summarize
+from hf_spt.experiments.suites.ablation import run_grid
+from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
+from hf_spt.experiments.suites.ablation_report import gain_recovered, summarize
 
 DEFAULT_GRID = Path(__file__).parent.parent / "run_scripts" / "ablation_default.yaml"
 

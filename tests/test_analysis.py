@@ -332,8 +332,8 @@ def test_run_analysis_flags_contradicting_the_run_are_errors(tiny_run, tmp_path)
 
 def test_run_analysis_reads_an_ablation_grid(tmp_path):
     """--run on a run_ablation.py folder: one model per arm of the chosen task and seed, on the grid's data."""
-    from hf_spt.experiments.ablation import run_grid
-    from hf_spt.experiments.grid import parse_grid
+    from hf_spt.experiments.suites.ablation import run_grid
+    from hf_spt.experiments.suites.grid import parse_grid
 
     sys.path.insert(0, str(ROOT / "run_scripts"))
     from run_analysis import main, parse_arguments
@@ -375,7 +375,7 @@ def test_run_analysis_refuses_phases_of_different_runs(tiny_run, tmp_path):
     both runs' models, without a word); a pretraining re-run that the spt arm was not fine-tuned from."""
     import shutil
 
-    from hf_spt.experiments.analysis_run import one_run_problems
+    from hf_spt.experiments.suites.analysis_run import one_run_problems
 
     sys.path.insert(0, str(ROOT / "run_scripts"))
     from run_analysis import main, parse_arguments

@@ -8,8 +8,8 @@ import time
 import pytest
 from tiny_backbone_runs import tiny_arguments
 
-import hf_spt.experiments.hub as hub
-from hf_spt.experiments.hub import check_hub_ready
+import hf_spt.runs.hub as hub
+from hf_spt.runs.hub import check_hub_ready
 from hf_spt.experiments.pipeline import run_experiment
 from hf_spt.training.checkpoints import HubNotReadyError
 

@@ -1,7 +1,8 @@
 """The package's layers hold: no module imports a module of a higher layer.
 
-errors (0) -> models (1) -> training (2) -> tasks and analysis (3) -> experiments (4). A module may import its
-own layer and the layers below; `hf_spt/__init__.py` (the public API) may import any.
+errors (0) -> models (1) -> training (2) -> tasks and analysis (3) -> runs (4) -> experiments (5), and inside
+experiments its `suites` above the rest. A module may import its own layer and the layers below; `hf_spt/__init__.py`
+(the public API) may import any.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hf_spt"
-LAYERS = {"errors": 0, "models": 1, "training": 2, "tasks": 3, "analysis": 3, "experiments": 4}
+LAYERS = {"errors": 0, "models": 1, "training": 2, "tasks": 3, "analysis": 3, "runs": 4, "experiments": 5}
+SUITES = "hf_spt.experiments.suites"
 MAX_LINES = 400
 
 
@@ -58,6 +60,14 @@ def test_no_module_imports_a_higher_layer(path):
     own = layer_of(module_name(path))
     upward = [name for name in imported_modules(path.read_text(), package_of(path)) if layer_of(name) is None or layer_of(name) > own]
     assert not upward, f"{path.relative_to(PACKAGE)} (layer {own}) imports {upward} from a higher layer"
+
+
+def test_only_suites_import_suites():
+    for path in SOURCES:
+        if module_name(path).startswith(SUITES):
+            continue
+        suites = [name for name in imported_modules(path.read_text(), package_of(path)) if name.startswith(SUITES)]
+        assert not suites, f"{path.relative_to(PACKAGE)} imports {suites}: suites build on the rest, never the reverse"
 
 
 def test_models_depend_on_transformers_only():

@@ -23,7 +23,7 @@ from hf_spt.experiments.command_line import parse_arguments
 from hf_spt.experiments.lora_finetuning import with_adapters
 from hf_spt.experiments.model_config import build_backbone_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
-from hf_spt.experiments.run_folder import resume_checkpoint
+from hf_spt.runs.folder import resume_checkpoint
 from hf_spt.training.checkpoints import HubNotReadyError
 from hf_spt.training.collators import DataCollatorForClassification
 from hf_spt.training.model_factory import pretraining_model

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.ablation import spt_step_budget
-from hf_spt.experiments.grid import parse_grid
+from hf_spt.experiments.suites.ablation import spt_step_budget
+from hf_spt.experiments.suites.grid import parse_grid
 from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
-from hf_spt.experiments.lra import LraSuite, lra_grid, run_lra_suite, runnable_tasks, step_counts
-from hf_spt.experiments.lra_report import PUBLISHED_SCRATCH, lra_table, markdown
+from hf_spt.experiments.suites.lra import LraSuite, lra_grid, run_lra_suite, runnable_tasks, step_counts
+from hf_spt.experiments.suites.lra_report import PUBLISHED_SCRATCH, lra_table, markdown
 from hf_spt.experiments.recipes import recipe_settings
 from hf_spt.tasks.lra_data import find_lra_data, missing_data_report
 from conftest import CellRecorder

@@ -10,7 +10,7 @@ from hf_spt.experiments.arguments import ExperimentArguments
 from hf_spt.experiments.command_line import parse_arguments
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.modes import MODE_PHASES, PhaseSpec
-from hf_spt.experiments.phase_definition import definition_digest
+from hf_spt.runs.phase_definition import definition_digest
 from hf_spt.experiments.pipeline import plan_run, prepare_task, run_experiment
 from hf_spt.training.model_factory import pretraining_model
 

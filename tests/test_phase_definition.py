@@ -6,7 +6,7 @@ import pytest
 from datasets import Dataset
 from transformers import TrainingArguments
 
-from hf_spt.experiments.phase_definition import (
+from hf_spt.runs.phase_definition import (
     DEFINITION_NAME,
     PhaseDefinitionMismatch,
     check_phase_folder,

@@ -14,11 +14,11 @@ import pytest
 import torch
 from tiny_backbone_runs import tiny_arguments
 
-from hf_spt.experiments import ablation
-from hf_spt.experiments.grid import Cell, parse_grid
+from hf_spt.experiments.suites import ablation
+from hf_spt.experiments.suites.grid import Cell, parse_grid
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
-from hf_spt.experiments.run_folder import (HOLDER_NAME, OutputDirBusyError, hold_output_dir, is_complete_checkpoint,
+from hf_spt.runs.folder import (HOLDER_NAME, OutputDirBusyError, hold_output_dir, is_complete_checkpoint,
                                            write_json)
 from hf_spt.training.arguments import PretrainArguments
 from hf_spt.training.model_factory import pretraining_model
@@ -120,7 +120,7 @@ def test_validation_masks_are_fixed_across_evaluations_and_resumes(tmp_path):
 
 HOLD = """
 import sys, time
-from hf_spt.experiments.run_folder import hold_output_dir
+from hf_spt.runs.folder import hold_output_dir
 with hold_output_dir(sys.argv[1]):
     print("held", flush=True)
     time.sleep(120)

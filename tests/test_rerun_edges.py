@@ -17,8 +17,8 @@ from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments import pipeline
-from hf_spt.experiments.phase_definition import DEFINITION_NAME, PhaseDefinitionMismatch
-from hf_spt.experiments.run_folder import write_json, write_text
+from hf_spt.runs.phase_definition import DEFINITION_NAME, PhaseDefinitionMismatch
+from hf_spt.runs.folder import write_json, write_text
 
 
 def run(folder: Path, **settings) -> dict:

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-import hf_spt.experiments.ablation as ablation
-from hf_spt.experiments.grid import cells, parse_grid, pretrain_job
+import hf_spt.experiments.suites.ablation as ablation
+from hf_spt.experiments.suites.grid import cells, parse_grid, pretrain_job
 from hf_spt.tasks import TASKS, load_task, task_preset
 from hf_spt.tasks.registry import TaskPreset
 

@@ -16,11 +16,11 @@ import pytest
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.ablation import run_grid
-from hf_spt.experiments.grid import load_grid, parse_grid
+from hf_spt.experiments.suites.ablation import run_grid
+from hf_spt.experiments.suites.grid import load_grid, parse_grid
 from hf_spt.experiments.arguments import ExperimentArguments
 from hf_spt.experiments.phase_arguments import pretrain_arguments
-from hf_spt.experiments.phase_definition import PhaseDefinitionMismatch
+from hf_spt.runs.phase_definition import PhaseDefinitionMismatch
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
 from hf_spt.tasks import load_task
 from hf_spt.tasks.common import DataFormatError

@@ -1,3 +1,3 @@
-"""Layer 4, experiments: command-line arguments, the two-phase pipeline, the ablation grid,
-recipes, model-card provenance and Hub checks. The only layer that knows the command-line
-dataclasses; run scripts import from here."""
+"""Layer 5, experiments: what builds a run and runs it (command-line arguments, recipes, `--mode`s as data, the
+two-phase pipeline, model-card provenance), and in `suites/` the ablation grid, the LRA suite and the budget study
+with their reports. The only layer that knows the command-line dataclasses; run scripts import from here."""

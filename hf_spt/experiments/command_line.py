@@ -4,7 +4,7 @@ The parser is transformers' `HfArgumentParser` over the argument groups of `argu
 `--help` lists the flags by phase and every `TrainingArguments` flag is typed as in transformers'
 example scripts. Three layers give the values, each above the one before:
 
-1. `--recipe NAME|FILE`: a shipped recipe's settings, or a recipe file's (`recipes.py`);
+1. `--recipe NAME|FILE`: a shipped recipe's settings, or a recipe file's (`recipes/`);
 2. `--config_file FILE`: the same names as the flags, in YAML or JSON (an unknown name, or a value
    of the wrong type, is an error naming it: `check_setting_types`);
 3. the flags typed.

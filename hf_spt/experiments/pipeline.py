@@ -30,6 +30,10 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..analysis.callback import ProximityCallback
 from ..errors import UserInputError
+from ..runs.folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json
+from ..runs.hub import check_hub_ready
+from ..runs.phase_definition import (check_phase_folder, check_phase_folders, finetune_definition, holds_nothing,
+                                     pretrain_definition, record_definition)
 from ..tasks import Task, load_task
 from ..training.finetune_trainer import FinetuneTrainer
 from ..training.lora import parameter_counts
@@ -41,16 +45,12 @@ from ..training.pretrain_trainer import PretrainTrainer
 from ..training.time_estimate import StepTimeEstimate
 from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from .card_provenance import phase_card_data
-from .hub import check_hub_ready
 from .lora_finetuning import adapter_provenance, check_lora_ready, with_adapters
 from .model_config import build_config, fit_to_checkpoint, starting_weights
 from .modes import MODE_PHASES, PRETRAIN, mode_pretrains
 from .phase_arguments import finetune_arguments, pretrain_arguments
-from .phase_definition import (check_phase_folder, check_phase_folders, finetune_definition, holds_nothing,
-                               pretrain_definition, record_definition)
-from .run_folder import ElapsedTime, locks_output_dir, read_json, resume_checkpoint, write_json
-from .run_results import PHASE_RESULT_NAME, listed_arms, results_table, write_results
 from .run_plan import announce_plan
+from .run_results import PHASE_RESULT_NAME, listed_arms, results_table, write_results
 from .value_ranges import check_value_ranges
 
 LOG_HISTORY_NAME = "log_history.json"  # every phase's Trainer log history, as the Trainer keeps it

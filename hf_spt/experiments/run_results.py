@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..runs.folder import read_json, write_json, write_text
+from ..runs.phase_definition import dataset_fingerprint, definition_digest, read_definition
 from ..tasks import Task
 from .modes import MODE_PHASES, PRETRAIN, mode_arms
-from .phase_definition import dataset_fingerprint, definition_digest, read_definition
-from .run_folder import read_json, write_json, write_text
 
 PHASE_RESULT_NAME = "phase.json"
 PRETRAIN_FOLDER = PRETRAIN.folder

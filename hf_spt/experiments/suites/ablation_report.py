@@ -13,8 +13,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..analysis.plotting import saved_figure
-from .run_folder import write_text
+from ...analysis.plotting import saved_figure
+from ...runs.folder import write_text
 
 RESULTS_CSV_NAME = "results.csv"
 RESULTS_MD_NAME = "results.md"

@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import MissingInputError, UserInputError
+from ...errors import MissingInputError, UserInputError
 
-RECIPES_DIR = Path(__file__).with_name("recipes")
+RECIPES_DIR = Path(__file__).parent
 RECIPES = tuple(sorted(path.stem for path in RECIPES_DIR.glob("*.yaml")))
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -41,7 +41,7 @@ def recipe_path(recipe: str) -> Path:
 
 def read_recipe(recipe: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """A recipe's common settings and its per-task settings (by `task_key`; empty: for every task)."""
-    from .command_line import check_settings, read_settings_file  # command_line reads recipes: import when used
+    from ..command_line import check_settings, read_settings_file  # command_line reads recipes: import when used
 
     path = recipe_path(recipe)
     content = read_settings_file(path, "--recipe") or {}

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import MissingInputError, UserInputError
-from ..analysis.report import ReportOptions, analyse_models
+from ...analysis.report import ReportOptions, analyse_models
+from ...errors import MissingInputError, UserInputError
+from ...runs.phase_definition import definition_digest, read_definition
+from ..arguments import DataArguments
+from ..command_line import read_settings_file
+from ..pipeline import prepare_task
 from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_job
-from .arguments import DataArguments
-from .command_line import read_settings_file
-from .phase_definition import definition_digest, read_definition
-from .pipeline import prepare_task
 
 RUN_RESULTS_NAME = "results.json"
 RUN_MODEL_FOLDERS = ("scratch", "spt", "pretrain")

@@ -31,15 +31,15 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
+from ...runs.folder import locks_output_dir, read_json, write_json
+from ...runs.phase_definition import check_phase_folders
+from ..arguments import DataArguments
+from ..model_config import build_config
+from ..pipeline import PHASE_RESULT_NAME, finetune, finetune_phase, prepare_task, pretrain, pretrain_phase
+from ..run_plan import phase_steps, spt_step_budget  # moved there; importable from here as before
 from .ablation_report import write_report
-from .arguments import DataArguments
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
                    experiment_arguments, model_arguments, parse_grid, pretrain_job)
-from .model_config import build_config
-from .phase_definition import check_phase_folders
-from .pipeline import PHASE_RESULT_NAME, finetune, finetune_phase, prepare_task, pretrain, pretrain_phase
-from .run_folder import locks_output_dir, read_json, write_json
-from .run_plan import phase_steps, spt_step_budget  # moved there; importable from here as before
 
 DISTRIBUTED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
                    "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -119,7 +119,7 @@ def _run_unit(grid: Grid, kind: str, unit: PretrainJob | Cell, isolate: bool, de
     if device_index is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(device_index)
     payload = json.dumps({"grid": asdict(grid), "kind": kind, "unit": asdict(unit)})
-    subprocess.run([sys.executable, "-m", "hf_spt.experiments.ablation", payload], env=env, check=True)
+    subprocess.run([sys.executable, "-m", "hf_spt.experiments.suites.ablation", payload], env=env, check=True)
 
 
 @locks_output_dir(lambda grid: grid.output_dir)  # rank 0 holds it; the cells' child processes take none

@@ -29,16 +29,16 @@ from typing import Any
 
 from accelerate import PartialState
 
-from ..errors import UserInputError
-from ..tasks import task_preset
-from ..tasks.lra_data import LRA_TASKS, find_lra_data
+from ...errors import UserInputError
+from ...runs.folder import read_json
+from ...tasks import task_preset
+from ...tasks.lra_data import LRA_TASKS, find_lra_data
+from ..arguments import ModelArguments
+from ..pipeline import LOG_HISTORY_NAME, PHASE_RESULT_NAME
+from ..recipes import recipe_settings
 from .ablation import collect_rows, run_grid, spt_step_budget
 from .grid import Arm, Cell, Grid, TaskSpec, cells, experiment_arguments, parse_grid, pretrain_job
-from .arguments import ModelArguments
 from .lra_report import write_lra_report
-from .pipeline import LOG_HISTORY_NAME, PHASE_RESULT_NAME
-from .recipes import recipe_settings
-from .run_folder import read_json
 
 SCALES = ("full", "mini")
 ARMS = ({"name": "scratch"}, {"name": "scratch_compute_matched", "compute_matched": True},

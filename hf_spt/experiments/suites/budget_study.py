@@ -25,17 +25,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..analysis.checkpoint_probe import probe_checkpoint
-from ..errors import UserInputError
-from ..training.pretrain_trainer import inputs_only
+from ...analysis.checkpoint_probe import probe_checkpoint
+from ...errors import UserInputError
+from ...runs.folder import read_json, write_json
+from ...training.pretrain_trainer import inputs_only
+from ..command_line import read_settings_file
+from ..phase_arguments import masking_rate
+from ..pipeline import PHASE_RESULT_NAME
 from .ablation import prepare_unit
 from .ablation_report import mean_std
-from .command_line import read_settings_file
 from .grid import Grid, arm_named, arm_pretrain_epochs, cells, experiment_arguments, parse_grid, pretrain_job
 from .lra import suite_rows
-from .phase_arguments import masking_rate
-from .pipeline import PHASE_RESULT_NAME
-from .run_folder import read_json, write_json
 
 STUDIES_DIR = Path(__file__).with_name("studies")
 PROBE_NAME = "checkpoint_probe.json"

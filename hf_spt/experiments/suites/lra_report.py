@@ -14,10 +14,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..analysis.plotting import saved_figure
-from ..tasks.lra_data import LRA_TASKS
+from ...analysis.plotting import saved_figure
+from ...runs.folder import write_json, write_text
+from ...tasks.lra_data import LRA_TASKS
 from .ablation_report import summarize
-from .run_folder import write_json, write_text
 
 LRA_JSON_NAME = "lra_results.json"
 LRA_MD_NAME = "lra_results.md"

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserInputError
-from ..tasks import task_preset
-from ..training.parts import parse_parts
-from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
-from .command_line import read_settings_file
-from .value_ranges import check_value_ranges
+from ...errors import UserInputError
+from ...tasks import task_preset
+from ...training.parts import parse_parts
+from ..arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from ..command_line import read_settings_file
+from ..value_ranges import check_value_ranges
 
 CELLS_DIR = "cells"
 PRETRAIN_DIR = "pretrain"

@@ -13,9 +13,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..analysis.plotting import saved_figure
-from ..errors import UserInputError
-from .run_folder import read_json, write_json, write_text
+from ...analysis.plotting import saved_figure
+from ...errors import UserInputError
+from ...runs.folder import read_json, write_json, write_text
 
 STUDY_JSON_NAME = "budget_study.json"
 CHECKPOINTS_JSON_NAME = "budget_study_checkpoints.json"
