@@ -30,6 +30,7 @@ from torch import nn
 
 from hf_spt.models.tokenization_spt import NUM_SPECIAL_TOKENS
 from hf_spt.tasks.common import PIXEL_VALUES
+from hf_spt.tasks.pathfinder import half_labels
 from hf_spt.tasks.pathfinder_generator import generate_pathfinder
 
 
@@ -99,11 +100,7 @@ def control_labels(images: np.ndarray, labels: np.ndarray, kind: str, seed: int 
         balanced = np.zeros(len(images), np.int64)
         balanced[order[len(images) // 2 :]] = 1
         return balanced
-    half = images.shape[-1] // 2
-    axis = 1 if kind == "more_lit_top" else 2  # rows or columns
-    first, second = np.split(lit, [half], axis=axis)
-    score = first.sum((1, 2)).astype(np.int64) - second.sum((1, 2))
-    return np.where(score == 0, rng.integers(0, 2, len(images)), score > 0).astype(np.int64)
+    return half_labels(images, kind, rng)
 
 
 MODEL_FLAGS = {"cnn": ("channels", "depth"), "transformer": ("depth", "hidden_size", "position_embedding_type",

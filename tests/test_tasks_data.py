@@ -152,6 +152,28 @@ def test_generated_pathfinder_difficulty_options(tmp_path):
         load_task("pathfinder", num_images=4, num_distractors=-1, cache_dir=str(tmp_path / "cache"))
 
 
+def test_pathfinder_control_labels_read_the_halves_of_the_same_images(tmp_path):
+    """`label` keeps the images and replaces the path label with which half holds more lit pixels."""
+    def load(label):
+        return load_task("pathfinder", num_images=40, image_size=24, contour_length=2, num_distractors=0,
+                         cache_dir=str(tmp_path / "cache"), label=label)
+
+    path, left, top = load("path"), load("more_lit_left"), load("more_lit_top")
+    assert left.label_names == ["right_half", "left_half"] and top.label_names == ["bottom_half", "top_half"]
+    for split in SPLITS:
+        assert path.dataset[split]["input_ids"] == left.dataset[split]["input_ids"] == top.dataset[split]["input_ids"]
+        for row, left_label, top_label in zip(path.dataset[split], left.dataset[split]["labels"],
+                                              top.dataset[split]["labels"]):
+            lit = np.array(row["input_ids"]).reshape(24, 24) > 4
+            for label, (first, second) in ((left_label, (lit[:, :12], lit[:, 12:])),
+                                           (top_label, (lit[:12], lit[12:]))):
+                if first.sum() != second.sum():
+                    assert label == int(first.sum() > second.sum())
+    assert 10 <= sum(left.dataset["train"]["labels"]) + sum(left.dataset["test"]["labels"]) <= 26
+    with pytest.raises(UserInputError, match="unknown label 'diagonal'"):
+        load("diagonal")
+
+
 def _same_points(a, b) -> bool:
     return {tuple(p) for p in np.round(a, 6)} == {tuple(p) for p in np.round(b, 6)}
 

@@ -7,6 +7,12 @@ From the released layout in `data_dir` (LRA's "hard" difficulty by default):
 split 80/10/10 (shuffled with `seed`); or, with no `data_dir`, from `pathfinder_generator` (no
 download). Pixels are tokens 4..259 of the same 256-value vocabulary as `image`, so SPT can
 pretrain on one and fine-tune on the other (--pretrain_task).
+
+`label` swaps the path label for a control label computed from the same pixels, to tell a model that
+cannot see the path from one that cannot read the image's geometry: `more_lit_left` (1 when the left
+half holds more lit pixels than the right: needs each pixel's column, its position modulo the width)
+or `more_lit_top` (the same for the top and bottom halves: needs its row). Ties are drawn at random
+(seeded), so both classes stay near half.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 from datasets import Dataset, DatasetDict
 
 from ..errors import MissingInputError, UserInputError
+from ..models.tokenization_spt import NUM_SPECIAL_TOKENS
 from .common import (DataFormatError, build_pixel_tokenizer, carve_validation, grayscale_pixels, pixel_ids,
                      read_utf8, require_path, rows_to_dataset)
 from .pathfinder_generator import generate_pathfinder
@@ -71,6 +79,28 @@ def load_released(folder: Path, image_size: int, num_proc: int | None, cache_dir
     return rows.map(encode, batched=True, num_proc=num_proc, remove_columns=["image_path"], desc="reading PNGs")
 
 
+LABELS = {"path": ["disconnected", "connected"], "more_lit_left": ["right_half", "left_half"],
+          "more_lit_top": ["bottom_half", "top_half"]}
+
+
+def half_labels(images: np.ndarray, kind: str, rng: np.random.Generator) -> np.ndarray:
+    """Control labels of (N, H, W) grayscale images: 1 where the left (`more_lit_left`) or top (`more_lit_top`)
+    half holds more lit (non-zero) pixels than the other half; ties drawn from `rng`."""
+    lit = np.asarray(images) > 0
+    first, second = np.split(lit, [lit.shape[-1] // 2], axis=2 if kind == "more_lit_left" else 1)
+    score = first.sum((1, 2)).astype(np.int64) - second.sum((1, 2))
+    return np.where(score == 0, rng.integers(0, 2, len(lit)), score > 0).astype(np.int64)
+
+
+def relabelled(dataset: Dataset, kind: str, seed: int, image_size: int) -> Dataset:
+    """`dataset` with the control label `kind` in place of the path label (a batch's ties seeded by its first row)."""
+    def relabel(batch: dict[str, list], indices: list[int]) -> dict[str, list]:
+        images = np.array(batch["input_ids"]).reshape(-1, image_size, image_size) - NUM_SPECIAL_TOKENS
+        return {"labels": half_labels(images, kind, np.random.default_rng([seed, indices[0]])).tolist()}
+
+    return dataset.map(relabel, batched=True, batch_size=1000, with_indices=True, desc=f"labelling {kind}")
+
+
 PRESET_MODEL = dict(num_hidden_layers=4, hidden_size=128, num_attention_heads=8, intermediate_size=128, pooling="mean")
 
 
@@ -82,9 +112,11 @@ def pathfinder_preset(image_size: int) -> TaskPreset:
 
 def build_pathfinder(name: str, data_dir: str | None, seed: int, image_size: int, difficulty: str,
                      num_images: int, contour_length: int, num_proc: int | None, cache_dir: str | None,
-                     num_distractors: int = 2) -> Task:
+                     num_distractors: int = 2, label: str = "path") -> Task:
     """Released files or generated images (`contour_length` dashes per path, `num_distractors` short snakes),
-    split 80/10/10."""
+    split 80/10/10, labelled by path or by a control label (module docstring)."""
+    if label not in LABELS:
+        raise UserInputError(f"{name}: unknown label {label!r}; choose one of {', '.join(LABELS)}.")
     layout = LAYOUT.format(difficulty=difficulty)
     if data_dir is None:
         if num_distractors < 0 or contour_length < 1:
@@ -97,11 +129,13 @@ def build_pathfinder(name: str, data_dir: str | None, seed: int, image_size: int
         folder = require_path(Path(data_dir) / difficulty, f"{name} data folder", layout, SOURCE)
         require_path(folder / "metadata", f"{name} metadata folder", layout, SOURCE)
         everything = load_released(folder, image_size, num_proc, cache_dir)
+    if label != "path":
+        everything = relabelled(everything, label, seed, image_size)
     rest, test = carve_validation(everything, 0.1, seed)
     train, validation = carve_validation(rest, 1 / 9, seed)
     dataset = DatasetDict(train=train, validation=validation, test=test)
     return Task(name, dataset, build_pixel_tokenizer(image_size * image_size), pathfinder_preset(image_size),
-                label_names=["disconnected", "connected"])
+                label_names=LABELS[label])
 
 
 def register_variant(name: str, image_size: int, description: str, release: str) -> Callable[..., Task]:
@@ -117,11 +151,12 @@ def register_variant(name: str, image_size: int, description: str, release: str)
         num_proc: int | None = None,
         cache_dir: str | None = None,
         num_distractors: int = 2,
+        label: str = "path",
     ) -> Task:
         """The variant from `data_dir`, or `num_images` generated ones (`image_size` 32, 64 or 128; shorter paths
-        and fewer distractors make the generated task easier)."""
+        and fewer distractors make the generated task easier); `label`: the path label or a control label."""
         return build_pathfinder(name, data_dir, seed, image_size, difficulty, num_images, contour_length,
-                                num_proc, cache_dir, num_distractors)
+                                num_proc, cache_dir, num_distractors, label)
 
     load.__name__ = load.__qualname__ = f"load_{name}"
     needs = f"DATA_DIR/curv_contour_length_14/{{imgs,metadata}}/ (LRA {release}), or nothing: generated"
@@ -135,5 +170,5 @@ load_pathx = register_variant("pathx", 128, "LRA Path-X: Pathfinder at 128x128 =
                               "pathfinder128")
 
 
-__all__ = ["read_pathfinder_metadata", "load_released", "pathfinder_preset", "build_pathfinder", "load_pathfinder",
+__all__ = ["LABELS", "half_labels", "relabelled", "read_pathfinder_metadata", "load_released", "pathfinder_preset", "build_pathfinder", "load_pathfinder",
            "load_pathx"]
