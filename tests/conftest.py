@@ -70,26 +70,33 @@ def without_peft(monkeypatch):
 
 
 class CellRecorder:
-    """Wraps the ablation grid's `run_cell` to kill a run after some cells, then to count a re-run's cells."""
+    """Wraps the ablation grid's in-process `run_phase` to kill a run after some cells, then to record what a re-run
+    trains: `done` and `rerun` hold the folders of the cells, `pretrained` those of the SPT jobs a re-run trained."""
 
     def __init__(self, monkeypatch):
         import hf_spt.experiments.suites.ablation as ablation
 
-        self.ablation, self.monkeypatch, self.real = ablation, monkeypatch, ablation.run_cell
+        self.ablation, self.monkeypatch, self.real = ablation, monkeypatch, ablation.run_phase
         self.done: list = []
         self.rerun: list = []
+        self.pretrained: list = []
 
     def kill_after(self, count: int) -> None:
         """The next run stops (KeyboardInterrupt) once `count` cells have finished, as a killed run would."""
-        def run_cell(grid, cell):
-            if len(self.done) == count:
-                raise KeyboardInterrupt
-            self.done.append(cell)
-            return self.real(grid, cell)
+        def run_phase(phase, checked=False):
+            if phase.arm is not None:
+                if len(self.done) == count:
+                    raise KeyboardInterrupt
+                self.done.append(phase.folder)
+            return self.real(phase, checked)
 
-        self.monkeypatch.setattr(self.ablation, "run_cell", run_cell)
+        self.monkeypatch.setattr(self.ablation, "run_phase", run_phase)
 
     def record_rerun(self) -> None:
-        """The next run records every cell it trains in `rerun`."""
-        self.monkeypatch.setattr(self.ablation, "run_cell",
-                                 lambda grid, cell: self.rerun.append(cell) or self.real(grid, cell))
+        """The next run records every phase it trains (a finished one returns its result without training)."""
+        def run_phase(phase, checked=False):
+            if not (phase.folder / "phase.json").is_file():
+                (self.rerun if phase.arm is not None else self.pretrained).append(phase.folder)
+            return self.real(phase, checked)
+
+        self.monkeypatch.setattr(self.ablation, "run_phase", run_phase)

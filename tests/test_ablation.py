@@ -41,13 +41,11 @@ def test_interrupted_grid_resumes_without_redoing_finished_cells(tmp_path, monke
     assert [p.name for p in pretrain_folders] == ["m_e1_L1_s0", "m_e1_L1_s1"]  # one per seed, shared by 2 arms
     stamps = {p: (p / "phase.json").stat().st_mtime_ns for p in pretrain_folders}
 
-    pretrained = []
     cells_run.record_rerun()
-    real_pretrain = ablation.pretrain
-    monkeypatch.setattr(ablation, "pretrain", lambda *a, **k: pretrained.append(a) or real_pretrain(*a, **k))
     rows = run_grid(grid)
-    assert set(cells_run.rerun) == set(cells(grid)) - set(cells_run.done) and len(cells_run.rerun) == 5
-    assert not pretrained and all((p / "phase.json").stat().st_mtime_ns == t for p, t in stamps.items())
+    assert set(cells_run.rerun) == {cell.folder(grid) for cell in cells(grid)} - set(cells_run.done)
+    assert len(cells_run.rerun) == 5
+    assert not cells_run.pretrained and all((p / "phase.json").stat().st_mtime_ns == t for p, t in stamps.items())
     assert len(rows) == 8
     with open(tmp_path / "results.csv") as handle:
         assert len(list(csv.DictReader(handle))) == 8
@@ -116,7 +114,7 @@ def test_ranks_are_dealt_units_in_turn_longest_pretraining_first_then_the_cells_
 
     ran: list = []
     monkeypatch.setattr(ablation, "PartialState", SecondOfTwoRanks)
-    monkeypatch.setattr(ablation, "_run_unit", lambda grid, kind, unit, *args: ran.append(unit))
+    monkeypatch.setattr(ablation, "_run_in_child", lambda grid, kind, unit, *args: ran.append(unit))
     run_grid(grid)
     # stage one: [e3 job, e1 job, scratch cell] -> this rank takes the e1 job; stage two: [spt_e1, spt_e3] -> spt_e3
     assert ran == [PretrainJob("m", 1.0, 1, 0), "barrier", cells(grid)[2], "barrier"]

@@ -16,6 +16,7 @@ import torch
 from safetensors.torch import load_file
 from tiny_backbone_runs import tiny_arguments
 
+import hf_spt.experiments.phases as phases
 import hf_spt.experiments.pipeline as pipeline
 from hf_spt.experiments.suites.ablation import run_grid
 from hf_spt.experiments.suites.grid import Cell, parse_grid
@@ -33,7 +34,7 @@ def starts(monkeypatch) -> dict[str, dict[str, torch.Tensor]]:
             recorded[Path(args.output_dir).name] = {k: v.detach().clone() for k, v in model.state_dict().items()}
             super().__init__(model, args, *rest, **kwargs)
 
-    monkeypatch.setattr(pipeline, "FinetuneTrainer", Recording)
+    monkeypatch.setattr(phases, "FinetuneTrainer", Recording)
     return recorded
 
 

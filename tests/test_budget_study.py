@@ -15,7 +15,7 @@ from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.budget_report import study_markdown
 from hf_spt.experiments.suites.budget_study import arm_kind, study_grid, study_names, summarize_study
 from hf_spt.experiments.suites.grid import Arm, parse_grid
-from hf_spt.experiments.pipeline import LOG_HISTORY_NAME
+from hf_spt.experiments.phases import LOG_HISTORY_NAME
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "run_scripts"))
 import run_budget_study  # noqa: E402

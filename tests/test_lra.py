@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.suites.ablation import spt_step_budget
+from hf_spt.experiments.run_plan import spt_step_budget
 from hf_spt.experiments.suites.grid import parse_grid
 from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
 from hf_spt.experiments.suites.lra import LraSuite, lra_grid, run_lra_suite, runnable_tasks, step_counts
@@ -168,7 +168,8 @@ def test_gpu_self_check_explains_and_exits_without_a_gpu(monkeypatch, capsys):
 def test_early_stopping_ends_finetuning_within_the_epoch_budget(tmp_path):
     from hf_spt.experiments.arguments import DataArguments, ModelArguments
     from hf_spt.experiments.model_config import build_config
-    from hf_spt.experiments.pipeline import finetune, prepare_task
+    from hf_spt.experiments.phases import finetune
+    from hf_spt.experiments.pipeline import prepare_task
 
     torch.set_num_threads(1)
     task = prepare_task(DataArguments(task="markov", task_options={"num_train": 32, "num_validation": 16,

@@ -85,7 +85,7 @@ def test_a_definition_killed_mid_write_leaves_a_folder_that_can_be_judged(tmp_pa
 
 def test_fine_tuning_method_lora_and_early_stopping_are_part_of_the_definition():
     from hf_spt.experiments.arguments import ExperimentArguments
-    from hf_spt.experiments.pipeline import finetune_settings
+    from hf_spt.experiments.phases import finetune_settings
 
     full = finetune_settings(ExperimentArguments(), "full")
     lora = finetune_settings(ExperimentArguments(finetune_method="lora", lora_r=4), "lora")

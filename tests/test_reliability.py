@@ -153,5 +153,5 @@ def test_grid_cells_in_child_processes_run_under_the_grid_lock(tmp_path):
                                  "intermediate_size": 8}})
     cell = Cell("m", "scratch", 0)
     with hold_output_dir(tmp_path):  # what rank 0 of run_grid holds while its ranks' children run cells
-        ablation._run_unit(grid, "cell", cell, isolate=True, device_index=None)
+        ablation._run_in_child(grid, "cell", cell, device_index=None)
     assert (cell.folder(grid) / "phase.json").is_file()

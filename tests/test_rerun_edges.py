@@ -16,7 +16,7 @@ from safetensors.torch import load_file, save_file
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments import pipeline
+from hf_spt.experiments import phases, pipeline
 from hf_spt.runs.phase_definition import DEFINITION_NAME, PhaseDefinitionMismatch
 from hf_spt.runs.folder import write_json, write_text
 
@@ -35,8 +35,8 @@ def results(folder: Path) -> dict:
 def test_finetune_from_a_checkpoint_trains_with_the_given_dropout(tmp_path, monkeypatch):
     run(tmp_path, mode="spt")  # a checkpoint trained without dropout
     built = []
-    real = pipeline.classification_model
-    monkeypatch.setattr(pipeline, "classification_model", lambda *a, **k: built.append(real(*a, **k)) or built[-1])
+    real = phases.classification_model
+    monkeypatch.setattr(phases, "classification_model", lambda *a, **k: built.append(real(*a, **k)) or built[-1])
     run(tmp_path, mode="finetune", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.2)
     model = built[0]
     assert {module.p for module in model.modules() if isinstance(module, torch.nn.Dropout)} == {0.1}  # before: {0.0}

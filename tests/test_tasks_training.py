@@ -14,7 +14,8 @@ from task_files import (SHORT_LISTOPS, write_aan, write_custom_csv, write_image_
 
 from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from hf_spt.experiments.model_config import build_config
-from hf_spt.experiments.pipeline import finetune, prepare_pretrain_task, prepare_task, pretrain, run_experiment
+from hf_spt.experiments.phases import finetune, pretrain
+from hf_spt.experiments.pipeline import prepare_pretrain_task, prepare_task, run_experiment
 
 TINY_MODEL = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
 

@@ -35,8 +35,10 @@ from ...runs.folder import locks_output_dir, read_json, write_json
 from ...runs.phase_definition import check_phase_folders
 from ..arguments import DataArguments
 from ..model_config import build_config
-from ..pipeline import PHASE_RESULT_NAME, finetune, finetune_phase, prepare_task, pretrain, pretrain_phase
-from ..run_plan import phase_steps, spt_step_budget  # moved there; importable from here as before
+from ..phases import PlannedPhase, finetune_phase, pretrain_phase, run_phase
+from ..pipeline import prepare_task
+from ..run_plan import spt_step_budget
+from ..run_results import PHASE_RESULT_NAME
 from .ablation_report import write_report
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
                    experiment_arguments, model_arguments, parse_grid, pretrain_job)
@@ -59,61 +61,39 @@ def prepare_unit(grid: Grid, task_key: str, seed: int, num_layers: int | None, t
     return task, build_config(task, model_arguments(grid, task_key, num_layers, arm))
 
 
-def _job_inputs(grid: Grid, job: PretrainJob, tasks: dict | None = None) -> tuple:
-    """`pipeline.pretrain`'s task, config, experiment and training arguments for `job`."""
-    task, config = prepare_unit(grid, job.task, job.seed, job.num_layers, tasks)
-    exp, training = experiment_arguments(grid, job.seed, job.task)
-    return task, config, replace(exp, pretrain_epochs=job.epochs), training
-
-
-def _cell_inputs(grid: Grid, cell: Cell, tasks: dict | None = None) -> tuple:
-    """`pipeline.finetune`'s task, config, experiment and training arguments for `cell`, and its keyword options."""
-    arm = arm_named(grid, cell.arm)
-    task, config = prepare_unit(grid, cell.task, cell.seed, arm.num_layers, tasks, arm)
-    exp, training = experiment_arguments(grid, cell.seed, cell.task)
-    job = pretrain_job(grid, cell)
+def unit_phase(grid: Grid, kind: str, unit: PretrainJob | Cell, tasks: dict | None = None,
+               sources: dict[PretrainJob, dict[str, Any]] | None = None) -> PlannedPhase:
+    """The phase of an SPT job (`kind` "pretrain") or a cell, built once. `tasks` caches the prepared tasks;
+    `sources`: the definitions of SPT jobs not trained yet, by job (a cell records its checkpoint's definition)."""
+    exp, training = experiment_arguments(grid, unit.seed, unit.task)
+    if kind == "pretrain":
+        task, config = prepare_unit(grid, unit.task, unit.seed, unit.num_layers, tasks)
+        return pretrain_phase(task, config, replace(exp, pretrain_epochs=unit.epochs), training, unit.folder(grid))
+    arm = arm_named(grid, unit.arm)
+    task, config = prepare_unit(grid, unit.task, unit.seed, arm.num_layers, tasks, arm)
+    job = pretrain_job(grid, unit)
     epochs = None
     if arm.compute_matched:
-        matched = replace(exp, pretrain_epochs=arm_pretrain_epochs(grid, arm, cell.seed, cell.task))
+        matched = replace(exp, pretrain_epochs=arm_pretrain_epochs(grid, arm, unit.seed, unit.task))
         budget = spt_step_budget(len(task.dataset["train"]), task.is_pair, task.preset.batch_size, matched, training)
         epochs = (budget["pretrain"] + budget["finetune"]) / budget["finetune_steps_per_epoch"]
-    options = {"init_from": job.folder(grid) if job else None, "init_parts": arm.init_parts,
-               "freeze_parts": arm.freeze_parts, "epochs": epochs}
-    return task, config, exp, training, options
+    return finetune_phase(task, config, exp, training, unit.folder(grid), unit.arm,
+                          init_from=job.folder(grid) if job else None, init_parts=arm.init_parts,
+                          freeze_parts=arm.freeze_parts, epochs=epochs, source_definition=(sources or {}).get(job))
 
 
-def run_pretrain_job(grid: Grid, job: PretrainJob) -> dict[str, Any]:
-    task, config, exp, training = _job_inputs(grid, job)
-    return pretrain(task, config, exp, training, job.folder(grid))
-
-
-def run_cell(grid: Grid, cell: Cell) -> dict[str, Any]:
-    """Fine-tune one cell (skipped, returning its result, when its phase.json exists)."""
-    task, config, exp, training, options = _cell_inputs(grid, cell)
-    return finetune(task, config, exp, training, cell.folder(grid), cell.arm, **options)
-
-
-def check_grid(grid: Grid) -> None:
-    """Check that every SPT job's and cell's folder holds that unit or nothing, before any unit trains: a grid
-    changed since some units ran stops here, listing the differences (`PhaseDefinitionMismatch`)."""
+def plan_grid(grid: Grid) -> dict[tuple[str, PretrainJob | Cell], PlannedPhase]:
+    """Every unit's phase, built once, by (kind, unit): the SPT jobs the cells need, then the cells."""
     tasks: dict = {}
-    sources = {}
-    for job in sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str):
-        sources[job] = pretrain_phase(*_job_inputs(grid, job, tasks), job.folder(grid)).definition
-    units = [(job.folder(grid), definition) for job, definition in sources.items()]
-    for cell in cells(grid):
-        *inputs, options = _cell_inputs(grid, cell, tasks)
-        phase = finetune_phase(*inputs, cell.folder(grid), cell.arm, **options,
-                               source_definition=sources.get(pretrain_job(grid, cell)))
-        units.append((phase.folder, phase.definition))
-    check_phase_folders(units)  # every changed unit listed, not only the first
+    jobs = sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str)
+    planned = {("pretrain", job): unit_phase(grid, "pretrain", job, tasks) for job in jobs}
+    sources = {job: planned["pretrain", job].definition for job in jobs}
+    planned.update({("cell", cell): unit_phase(grid, "cell", cell, tasks, sources) for cell in cells(grid)})
+    return planned
 
 
-def _run_unit(grid: Grid, kind: str, unit: PretrainJob | Cell, isolate: bool, device_index: int | None) -> None:
-    """Run a pretraining job or a cell, in this process or (several ranks) in a clean child process."""
-    if not isolate:
-        (run_pretrain_job if kind == "pretrain" else run_cell)(grid, unit)
-        return
+def _run_in_child(grid: Grid, kind: str, unit: PretrainJob | Cell, device_index: int | None) -> None:
+    """Run a pretraining job or a cell in a clean child process (one of several ranks), which plans it there."""
     env = {k: v for k, v in os.environ.items()
            if k not in DISTRIBUTED_ENV and not k.startswith(("TORCHELASTIC_", "ACCELERATE_"))}
     if device_index is not None:
@@ -130,7 +110,8 @@ def run_grid(grid: Grid) -> list[dict[str, Any]]:
     state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at barriers for the longest pretraining
     isolate = state.num_processes > 1
     device_index = state.local_process_index if state.device.type == "cuda" else None
-    check_grid(grid)  # on every rank, so that all stop together
+    planned = plan_grid(grid)  # on every rank, so that all stop together at a changed unit
+    check_phase_folders((phase.folder, phase.definition) for phase in planned.values())  # every change listed
     if state.is_main_process:
         write_json(Path(grid.output_dir) / GRID_RECORD_NAME, asdict(grid))
     todo_cells = [c for c in cells(grid) if read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
@@ -144,7 +125,10 @@ def run_grid(grid: Grid) -> list[dict[str, Any]]:
     second = [("cell", c) for c in todo_cells if pretrain_job(grid, c) is not None]
     for stage in (first, second):
         for kind, unit in stage[state.process_index::state.num_processes]:
-            _run_unit(grid, kind, unit, isolate, device_index)
+            if isolate:
+                _run_in_child(grid, kind, unit, device_index)
+            else:
+                run_phase(planned[kind, unit], checked=True)
         state.wait_for_everyone()
     rows = collect_rows(grid)
     if state.is_main_process:
@@ -174,10 +158,10 @@ def _main_child(payload: str) -> None:
     data = json.loads(payload)
     grid = parse_grid(data["grid"])
     unit = PretrainJob(**data["unit"]) if data["kind"] == "pretrain" else Cell(**data["unit"])
-    _run_unit(grid, data["kind"], unit, isolate=False, device_index=None)
+    run_phase(unit_phase(grid, data["kind"], unit))  # its checkpoint, if any, is trained: its definition is on disk
 
 
-__all__ = ["prepare_unit", "phase_steps", "spt_step_budget", "run_pretrain_job", "run_cell", "check_grid", "run_grid", "collect_rows"]
+__all__ = ["prepare_unit", "unit_phase", "plan_grid", "run_grid", "collect_rows"]
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from ...runs.folder import read_json, write_json
 from ...training.pretrain_trainer import inputs_only
 from ..command_line import read_settings_file
 from ..phase_arguments import masking_rate
-from ..pipeline import PHASE_RESULT_NAME
+from ..run_results import PHASE_RESULT_NAME
 from .ablation import prepare_unit
 from .ablation_report import mean_std
 from .grid import Grid, arm_named, arm_pretrain_epochs, cells, experiment_arguments, parse_grid, pretrain_job

@@ -34,9 +34,11 @@ from ...runs.folder import read_json
 from ...tasks import task_preset
 from ...tasks.lra_data import LRA_TASKS, find_lra_data
 from ..arguments import ModelArguments
-from ..pipeline import LOG_HISTORY_NAME, PHASE_RESULT_NAME
+from ..phases import LOG_HISTORY_NAME
 from ..recipes import recipe_settings
-from .ablation import collect_rows, run_grid, spt_step_budget
+from ..run_plan import spt_step_budget
+from ..run_results import PHASE_RESULT_NAME
+from .ablation import collect_rows, run_grid
 from .grid import Arm, Cell, Grid, TaskSpec, cells, experiment_arguments, parse_grid, pretrain_job
 from .lra_report import write_lra_report
 

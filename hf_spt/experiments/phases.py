@@ -1,0 +1,247 @@
+"""One phase of a run, built once and run as built: SPT (`pretrain_phase`) or a fine-tuning arm (`finetune_phase`).
+
+A `PlannedPhase` holds everything that defines the phase: its folder, task, model config, Trainer arguments, its
+definition (`runs.phase_definition`: what a re-run must match) and the settings it was built from. Every entry
+point plans its phases with these two functions (`pipeline.plan_run` for `run_spt.py`'s modes, `suites.ablation`
+for the grid, the LRA suite and the budget study), checks every folder once, then calls `run_phase`, which trains
+the phase or returns its result when it is finished. A phase records its definition before it trains; one that
+fails before its first checkpoint removes what it wrote, and an interrupted one resumes from its newest
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from accelerate import PartialState
+from transformers import EarlyStoppingCallback, PreTrainedConfig, TrainingArguments, set_seed
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+from ..analysis.callback import ProximityCallback
+from ..errors import UserInputError
+from ..runs.folder import ElapsedTime, read_json, resume_checkpoint, write_json
+from ..runs.phase_definition import (check_phase_folder, finetune_definition, holds_nothing, pretrain_definition,
+                                     record_definition)
+from ..tasks import Task
+from ..training.finetune_trainer import FinetuneTrainer
+from ..training.lora import parameter_counts
+from ..training.model_card import SptModelCardData
+from ..training.model_factory import classification_model, pretraining_collator, pretraining_model
+from ..training.parts import freeze_parts as freeze_model_parts
+from ..training.parts import load_partial_weights
+from ..training.pretrain_trainer import PretrainTrainer
+from ..training.time_estimate import StepTimeEstimate
+from .arguments import ExperimentArguments, SharedTrainingArguments
+from .card_provenance import phase_card_data
+from .lora_finetuning import adapter_provenance, with_adapters
+from .phase_arguments import finetune_arguments, pretrain_arguments
+from .run_results import PHASE_RESULT_NAME
+
+LOG_HISTORY_NAME = "log_history.json"  # every phase's Trainer log history, as the Trainer keeps it
+PROXIMITY_PROBE_SIZE = 32
+
+
+@dataclass(frozen=True)
+class PlannedPhase:
+    """One phase, built once: its folder, Trainer arguments, definition, the settings it was built from, and what
+    it trains (`arm` None: SPT). `run_phase` runs it as built."""
+
+    folder: Path
+    task: Task
+    config: PreTrainedConfig
+    args: TrainingArguments
+    definition: dict[str, Any]
+    exp: ExperimentArguments
+    training: SharedTrainingArguments
+    init_from: str | Path | None = None
+    arm: str | None = None
+    init_parts: str | None = None
+    freeze_parts: str | None = None
+    method: str = "full"
+
+
+def pretrain_phase(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments,
+                   folder: Path, init_from: str | Path | None = None) -> PlannedPhase:
+    """The SPT phase: MLM (or next-token prediction) on `task`'s training inputs, from random init or `init_from`."""
+    args = pretrain_arguments(task, exp, training, folder)
+    return PlannedPhase(folder, task, config, args,
+                        pretrain_definition(task, config, exp.pretrain_objective, args, init_from), exp, training,
+                        init_from)
+
+
+def finetune_phase(
+    task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments, folder: Path,
+    arm: str, init_from: str | Path | None = None, init_parts: str | None = None, freeze_parts: str | None = None,
+    epochs: float | None = None, method: str | None = None, source_definition: dict[str, Any] | None = None,
+) -> PlannedPhase:
+    """A fine-tuning arm: a classifier from `init_from`'s SPT or pretrained weights, or from scratch.
+
+    `init_parts` ("qk", "attention,mlp"...): hybrid init, a fresh model given only those parts of
+    `init_from`. `freeze_parts`: parts kept at their initial values. `epochs` overrides the
+    fine-tuning epochs (the compute-matched scratch arm). `method`: "full" or "lora" (default:
+    `exp.finetune_method`); with LoRA only adapters and the head train (`lora_finetuning.with_adapters`).
+    `source_definition`: the definition of the phase `init_from` holds, when this run has yet to train it.
+    """
+    if init_parts is not None and init_from is None:
+        raise UserInputError(f"init_parts={init_parts!r} needs init_from (the SPT checkpoint to take them from).")
+    method = method or exp.finetune_method
+    args = finetune_arguments(task, exp, training, folder, config.num_labels, epochs)
+    definition = finetune_definition(task, config, arm, args, init_from, init_parts, freeze_parts,
+                                     source_definition=source_definition, settings=finetune_settings(exp, method))
+    return PlannedPhase(folder, task, config, args, definition, exp, training, init_from, arm, init_parts,
+                        freeze_parts, method)
+
+
+def pretrain(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments,
+             folder: Path, init_from: str | Path | None = None) -> dict[str, Any]:
+    """Run the SPT phase (`pretrain_phase`); keeps the best-validation model in `folder`."""
+    return run_phase(pretrain_phase(task, config, exp, training, folder, init_from))
+
+
+def finetune(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments,
+             folder: Path, arm: str, **options: Any) -> dict[str, Any]:
+    """Run a fine-tuning arm (`finetune_phase`, with its `options`) and test its best checkpoint."""
+    return run_phase(finetune_phase(task, config, exp, training, folder, arm, **options))
+
+
+def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
+    """Train `phase`, or return its result when it is finished; `checked`: its folder was checked already (else
+    a folder holding a phase defined otherwise raises `PhaseDefinitionMismatch` here)."""
+    if not checked:
+        check_phase_folder(phase.folder, phase.definition)
+    if (done := _finished(phase.folder)) is not None:
+        return done
+    return (_run_pretrain if phase.arm is None else _run_finetune)(phase)
+
+
+def _run_pretrain(phase: PlannedPhase) -> dict[str, Any]:
+    exp, training = phase.exp, phase.training
+    task, args, folder = phase.task, phase.args, phase.folder
+    with _recorded(folder, phase.definition):
+        set_seed(training.seed)
+        model = pretraining_model(phase.config, exp.pretrain_objective, phase.init_from)
+        trainer = PretrainTrainer(
+            model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
+            data_collator=pretraining_collator(task.tokenizer, exp.pretrain_objective),
+        )
+        _attach_probes(trainer, task, exp)
+        clock = _train(trainer, folder)
+    metrics = trainer.evaluate()
+    card = phase_card_data(task, model.config, exp, "pretrain", args, phase.init_from,
+                           pretrain_epochs=trainer.state.epoch, extra_training={"token_weighting": exp.token_weighting})
+    return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
+                                     "epochs": trainer.state.epoch, "steps": trainer.state.global_step,
+                                     "seconds": clock.seconds(), "train_sampling_strategy": args.train_sampling_strategy,
+                                     "pretraining_data": card.pretraining_data}, card)
+
+
+def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
+    exp, training = phase.exp, phase.training
+    task, args, folder, init_from, init_parts = phase.task, phase.args, phase.folder, phase.init_from, phase.init_parts
+    with _recorded(folder, phase.definition):
+        set_seed(training.seed)
+        loaded = None  # hybrid init: the keys taken from init_from, by part and layer
+        if init_parts is None:
+            model = classification_model(phase.config, init_from)
+        else:
+            model = classification_model(phase.config)
+            loaded = load_partial_weights(model, init_from, init_parts).loaded_by_part(init_parts)
+        if phase.freeze_parts is not None:
+            freeze_model_parts(model, phase.freeze_parts)
+        if phase.method == "lora":
+            model = with_adapters(model, exp, folder)
+        trainer = FinetuneTrainer(
+            model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
+        )
+        if exp.early_stopping_patience is not None:  # its counter is saved in checkpoints, so a resumed run keeps it
+            trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=exp.early_stopping_patience))
+        _attach_probes(trainer, task, exp)
+        clock = _train(trainer, folder)
+    validation = trainer.evaluate()
+    test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
+    result = {"arm": phase.arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
+              "freeze_parts": phase.freeze_parts, "finetune_method": phase.method, **parameter_counts(model),
+              "seconds": clock.seconds(), "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
+              "train_sampling_strategy": args.train_sampling_strategy, **({"loaded": loaded} if loaded else {})}
+    result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
+    source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
+    card = phase_card_data(task, model.config, exp, phase.arm, args, init_from,
+                           pretrain_epochs=(source_phase or {}).get("epochs"),
+                           extra_training={"class_weighting": exp.class_weighting}, init_parts=init_parts,
+                           freeze_parts=phase.freeze_parts,
+                           pretraining_data=(source_phase or {}).get("pretraining_data"),
+                           loaded=loaded, adapter=adapter_provenance(model, folder) if phase.method == "lora" else None)
+    return _finish(trainer, folder, result, card)
+
+
+def finetune_settings(exp: ExperimentArguments, method: str) -> dict[str, Any]:
+    """What defines a fine-tuning arm besides its Trainer arguments: the method (with LoRA's settings) and
+    early stopping."""
+    settings: dict[str, Any] = {"finetune_method": method, "early_stopping_patience": exp.early_stopping_patience}
+    if method == "lora":
+        settings["lora"] = {"r": exp.lora_r, "alpha": exp.lora_alpha, "dropout": exp.lora_dropout,
+                            "target_modules": exp.lora_target_modules}
+    return settings
+
+
+def _attach_probes(trainer, task: Task, exp: ExperimentArguments) -> None:
+    """With --log_proximity, log proximity scores of the first validation inputs during training."""
+    if exp.log_proximity:
+        probe = task.dataset["validation"]["input_ids"][:PROXIMITY_PROBE_SIZE]
+        ProximityCallback.attach(trainer, probe, every_n_steps=exp.proximity_every_n_steps)
+
+
+def _finished(folder: Path) -> dict[str, Any] | None:
+    """The phase's result; None when it has none yet or an unreadable one (then the phase runs again)."""
+    return read_json(folder / PHASE_RESULT_NAME)
+
+
+@contextmanager
+def _recorded(folder: Path, definition: dict[str, Any]) -> Iterator[None]:
+    """Around building and training a phase's model: its definition recorded first, so a killed run leaves a
+    folder a re-run can judge. A failure before the phase's first checkpoint, in a folder that held nothing,
+    removes what the phase wrote (its definition, a LoRA base): a check that fails there (weights that do not
+    load, LoRA targets that do not fit) leaves nothing that would refuse the corrected re-run."""
+    fresh = holds_nothing(folder)
+    state = PartialState()
+    state.wait_for_everyone()  # every rank has judged the folder before the main one writes into it
+    if state.is_main_process:
+        record_definition(folder, definition)
+    try:
+        yield
+    except BaseException:
+        if fresh and state.is_main_process and not any(folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*")):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _train(trainer, folder: Path) -> ElapsedTime:
+    """Train, resuming from the folder's newest complete checkpoint if an earlier run was interrupted;
+    returns the phase's clock, which counts the earlier sessions too."""
+    checkpoint = resume_checkpoint(folder)
+    clock = ElapsedTime.from_checkpoint(checkpoint)
+    trainer.add_callback(clock)
+    trainer.add_callback(StepTimeEstimate())
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    return clock
+
+
+def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardData | None = None) -> dict[str, Any]:
+    if card is not None:  # the card gets the phase's metrics; with --push_to_hub, save_model pushes it too
+        trainer.model_card_data = replace(card, metrics={k: v for k, v in result.items() if isinstance(v, float)})
+    trainer.save_model(str(folder))
+    if trainer.is_world_process_zero():
+        write_json(folder / LOG_HISTORY_NAME, trainer.state.log_history)
+        if card is not None:
+            trainer.create_model_card()
+        write_json(folder / PHASE_RESULT_NAME, result)
+    return result
+
+
+__all__ = ["LOG_HISTORY_NAME", "PlannedPhase", "pretrain_phase", "finetune_phase", "finetune_settings", "run_phase",
+           "pretrain", "finetune"]
