@@ -28,7 +28,8 @@ from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.cli import run_cli
-from hf_spt.experiments.suites.lra import MINI_GENERATED, LraSuite, gpu_hours, lra_grid, run_lra_suite, runnable_tasks, step_counts
+from hf_spt.experiments.suites.lra import (ARMS, MINI_GENERATED, LraSuite, gpu_hours, lra_grid, run_lra_suite,
+                                          runnable_tasks, step_counts)
 from hf_spt.experiments.suites.lra_report import LRA_MD_NAME
 from hf_spt.tasks.lra_data import missing_data_report
 
@@ -88,12 +89,12 @@ def plan_text(suite: LraSuite) -> str:
 
 def dry_run_text(suite: LraSuite, steps_per_second: dict[str, float]) -> str:
     counts = step_counts(lra_grid(suite))
+    arms = [arm["name"] for arm in ARMS]
     lines = ["Optimizer steps per seed, at most (early stopping cuts fine-tuning):",
-             "| task | train rows | pretrain | fine-tune | scratch | scratch_compute_matched | spt |", "|---|" + "---|" * 6]
-    lines += [f"| {t} | {c['train_rows']} | {c['pretrain']} | {c['finetune']} | {c['scratch']} | "
-              f"{c['scratch_compute_matched']} | {c['spt']} |" for t, c in counts.items()]
-    lines.append(f"GPU-hours per task = {len(suite.seeds)} seeds x (scratch + scratch_compute_matched + spt steps) "
-                 "/ (steps/s x 3600)")
+             f"| task | train rows | pretrain | fine-tune | {' | '.join(arms)} |", "|---|" + "---|" * (3 + len(arms))]
+    lines += [f"| {t} | {c['train_rows']} | {c['pretrain']} | {c['finetune']} | "
+              + " | ".join(str(c[arm]) for arm in arms) + " |" for t, c in counts.items()]
+    lines.append(f"GPU-hours per task = {len(suite.seeds)} seeds x ({' + '.join(arms)} steps) / (steps/s x 3600)")
     for task, hours in gpu_hours(counts, len(suite.seeds), steps_per_second).items():
         lines.append(f"  {task}: {hours:.1f} GPU-hours at {steps_per_second[task]:g} steps/s")
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from hf_spt.errors import UserInputError
 from hf_spt.experiments.run_plan import spt_step_budget
 from hf_spt.experiments.suites.grid import parse_grid
 from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
-from hf_spt.experiments.suites.lra import LraSuite, lra_grid, run_lra_suite, runnable_tasks, step_counts
+from hf_spt.experiments.suites.lra import ARMS, LraSuite, lra_grid, run_lra_suite, runnable_tasks, step_counts
 from hf_spt.experiments.suites.lra_report import PUBLISHED_SCRATCH, lra_table, markdown
 from hf_spt.experiments.recipes import recipe_settings
 from hf_spt.tasks.lra_data import find_lra_data, missing_data_report
@@ -91,6 +91,24 @@ def test_compute_matched_arm_gets_spt_steps():
     assert counts["scratch_compute_matched"] == counts["spt"] == counts["pretrain"] + counts["finetune"]
 
 
+def test_a_new_suite_arm_is_one_entry_of_arms(tmp_path, capsys, monkeypatch):
+    """An arm added to `lra.ARMS` reaches the grid, the step counts, the dry run and the table, with no other edit."""
+    import run_lra
+
+    import hf_spt.experiments.suites.lra as lra
+
+    monkeypatch.setattr(lra, "ARMS", (*ARMS, {"name": "spt_frozen", "pretrain": True, "freeze_parts": "attention"}))
+    monkeypatch.setattr(run_lra, "ARMS", lra.ARMS)
+    grid = lra_grid(LraSuite(output_dir=str(tmp_path), scale="mini", tasks=["markov"]))
+    assert [arm.name for arm in grid.arms][-1] == "spt_frozen"
+    counts = step_counts(grid)["markov"]
+    assert counts["spt_frozen"] == counts["spt"] == counts["pretrain"] + counts["finetune"]
+    run_lra.main(run_lra.LraArguments(dry_run=True, scale="mini", tasks="markov", output_dir=str(tmp_path)))
+    assert "| scratch | scratch_compute_matched | spt | spt_frozen |" in capsys.readouterr().out
+    rows = [{"task": "markov", "arm": "spt", "seed": 0, "test_accuracy": 0.9, "seconds": 1.0}]
+    assert "| markov | – | – | 90.0 ± 0.0 (n=1) | – |" in markdown(lra_table(rows, [arm.name for arm in grid.arms]))
+
+
 def test_suite_end_to_end_resumes_without_duplicate_rows(lra_root, tmp_path, monkeypatch):
     """Full-scale settings on the released layouts, a few steps per task with a tiny model; killed, then resumed."""
     torch.set_num_threads(1)
@@ -126,7 +144,7 @@ def test_table_means_published_column_and_average():
                                "markov": {"scratch": (0.5, 0.5), "spt": (1.0, 1.0)},
                                "image": {"scratch": (0.4, 0.4), "spt": (0.6, 0.6)}}.items()
             for arm, accuracies in arms.items() for seed, accuracy in enumerate(accuracies)]
-    table = lra_table(rows)
+    table = lra_table(rows, [arm["name"] for arm in ARMS])
     listops = table["tasks"]["listops"]
     assert listops["arms"]["scratch"]["mean"] == pytest.approx(35.0)
     assert listops["arms"]["spt"]["std"] == pytest.approx(14.142, abs=1e-3)

@@ -180,15 +180,16 @@ def _rows(spec: TaskSpec) -> tuple[int, bool]:
 
 def step_counts(grid: Grid) -> dict[str, dict[str, int]]:
     """{task: {"pretrain", "finetune", arm...}} optimizer steps per seed at most (early stopping cuts fine-tuning):
-    scratch = fine-tuning budget, spt = pretraining + fine-tuning, compute-matched = the same as spt."""
+    a scratch arm the fine-tuning budget, an SPT arm pretraining + fine-tuning, a compute-matched arm the same."""
     counts = {}
     for key, spec in grid.tasks.items():
         rows, pair = _rows(spec)
         exp, training = experiment_arguments(grid, 0, key)
         budget = spt_step_budget(rows, pair, task_preset(spec.task).batch_size, exp, training)
         pretrain, finetune = budget["pretrain"], budget["finetune"]
-        counts[key] = {"train_rows": rows, "pretrain": pretrain, "finetune": finetune, "scratch": finetune,
-                       "scratch_compute_matched": pretrain + finetune, "spt": pretrain + finetune}
+        counts[key] = {"train_rows": rows, "pretrain": pretrain, "finetune": finetune}
+        counts[key].update({arm.name: pretrain + finetune if arm.pretrain or arm.compute_matched else finetune
+                            for arm in grid.arms})
     return counts
 
 
@@ -229,7 +230,7 @@ def run_lra_suite(grid: Grid) -> list[dict[str, Any]]:
     run_grid(grid)
     rows = suite_rows(grid)
     if PartialState().is_main_process:  # the state run_grid set up
-        write_lra_report(rows, Path(grid.output_dir), pretraining_curves(grid))
+        write_lra_report(rows, Path(grid.output_dir), pretraining_curves(grid), [arm.name for arm in grid.arms])
     return rows
 
 

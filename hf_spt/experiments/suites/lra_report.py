@@ -1,6 +1,6 @@
 """The LRA suite's table: measured arms beside the published numbers, as `lra_results.{json,md,png}`.
 
-One row per task: test accuracy (%) of `scratch`, `scratch_compute_matched` and `spt`, mean ±
+One row per task: test accuracy (%) of each of the suite's arms (`lra.ARMS`), mean ±
 std over seeds, with the published from-scratch Transformer and (where published per task) SPT
 beside them, then the LRA average row over the LRA tasks that ran (Markov, in the mini suite, is
 shown but never averaged). A second table gives the wall time per task and arm (mean over
@@ -23,7 +23,6 @@ LRA_JSON_NAME = "lra_results.json"
 LRA_MD_NAME = "lra_results.md"
 LRA_PLOT_NAME = "lra_results.png"
 PRETRAINING_PLOT_NAME = "lra_pretraining.png"
-ARM_ORDER = ("scratch", "scratch_compute_matched", "spt")
 
 # Published test accuracy (%). Scratch: the vanilla Transformer of the LRA leaderboard (Tay et al., "Long Range
 # Arena", ICLR 2021, Table 1); its average is over these five tasks.
@@ -48,9 +47,11 @@ def wall_seconds(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return {task: {arm: statistics.fmean(values) for arm, values in arms.items()} for task, arms in times.items()}
 
 
-def lra_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The table as data: per task the arms' mean/std/n (%), wall seconds, the published numbers; and the average."""
+def lra_table(rows: list[dict[str, Any]], arms: list[str] | None = None) -> dict[str, Any]:
+    """The table as data: the arms (`arms`, the suite's, so that an arm without rows shows "–"; default: the rows'),
+    per task the arms' mean/std/n (%), wall seconds, the published numbers; and the average."""
     summary, seconds = summarize(rows), wall_seconds(rows)
+    arm_order = list(arms) if arms is not None else list(dict.fromkeys(row["arm"] for row in rows))
     order = [*LRA_TASKS, *sorted(set(summary) - set(LRA_TASKS))]  # LRA's order, then the others (Markov)
     tasks: dict[str, Any] = {}
     for task, arms in sorted(summary.items(), key=lambda item: order.index(item[0])):
@@ -61,7 +62,7 @@ def lra_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
         }
     lra = [task for task in tasks if task in LRA_TASKS]
     average: dict[str, Any] = {"tasks": lra, "arms": {}}
-    for arm in ARM_ORDER:
+    for arm in arm_order:
         means = [tasks[task]["arms"][arm]["mean"] for task in lra if arm in tasks[task]["arms"]]
         if lra and len(means) == len(lra):
             average["arms"][arm] = statistics.fmean(means)
@@ -69,7 +70,7 @@ def lra_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     average["published_scratch"] = (PUBLISHED_SCRATCH_AVERAGE if len(lra) == len(LRA_TASKS)
                                     else statistics.fmean(published) if published else None)
     average["published_spt"] = None
-    return {"tasks": tasks, "average": average, "published_spt_note": PUBLISHED_SPT_NOTE}
+    return {"arms": arm_order, "tasks": tasks, "average": average, "published_spt_note": PUBLISHED_SPT_NOTE}
 
 
 def _cell(stats: dict[str, Any] | None) -> str:
@@ -82,21 +83,22 @@ def _number(value: float | None) -> str:
 
 def markdown(table: dict[str, Any]) -> str:
     """Accuracy table (with the average row) and wall-time table, then the published SPT note."""
-    lines = ["| task | scratch | scratch_compute_matched | spt | published scratch | published SPT |",
-             "|---|---|---|---|---|---|"]
+    arm_order = table["arms"]
+    lines = [f"| task | {' | '.join(arm_order)} | published scratch | published SPT |",
+             "|---|" + "---|" * (len(arm_order) + 2)]
     for task, entry in table["tasks"].items():
-        lines.append(f"| {task} | " + " | ".join(_cell(entry["arms"].get(arm)) for arm in ARM_ORDER)
+        lines.append(f"| {task} | " + " | ".join(_cell(entry["arms"].get(arm)) for arm in arm_order)
                      + f" | {_number(entry['published_scratch'])} | {_number(entry['published_spt'])} |")
     average = table["average"]
     if average["tasks"]:
         label = f"average ({len(average['tasks'])} LRA tasks)"
-        values = ["–" if arm not in average["arms"] else f"{average['arms'][arm]:.1f}" for arm in ARM_ORDER]
+        values = ["–" if arm not in average["arms"] else f"{average['arms'][arm]:.1f}" for arm in arm_order]
         lines.append(f"| {label} | " + " | ".join(values)
                      + f" | {_number(average['published_scratch'])} | {_number(average['published_spt'])} |")
     lines += ["", "Wall time per task and arm (seconds, mean over seeds; spt includes its pretraining):", "",
-              "| task | " + " | ".join(ARM_ORDER) + " |", "|---|" + "---|" * len(ARM_ORDER)]
+              "| task | " + " | ".join(arm_order) + " |", "|---|" + "---|" * len(arm_order)]
     for task, entry in table["tasks"].items():
-        times = [entry["arms"].get(arm, {}).get("seconds") for arm in ARM_ORDER]
+        times = [entry["arms"].get(arm, {}).get("seconds") for arm in arm_order]
         lines.append(f"| {task} | " + " | ".join("–" if t is None else f"{t:.0f}" for t in times) + " |")
     lines += ["", table["published_spt_note"], ""]
     return "\n".join(lines)
@@ -104,12 +106,12 @@ def markdown(table: dict[str, Any]) -> str:
 
 def plot(table: dict[str, Any], path: Path) -> None:
     """Grouped bars (arm means, one-std error bars) per task, the published scratch score as a black marker."""
-    tasks = list(table["tasks"])
-    width = 0.8 / len(ARM_ORDER)
+    tasks, arm_order = list(table["tasks"]), table["arms"]
+    width = 0.8 / len(arm_order)
     with saved_figure(path, dpi=120, figsize=(max(6, 1.8 * len(tasks)), 4)) as (_, axis):
-        for k, arm in enumerate(ARM_ORDER):
+        for k, arm in enumerate(arm_order):
             stats = [table["tasks"][task]["arms"].get(arm) for task in tasks]
-            positions = [i + (k - 1) * width for i in range(len(tasks))]
+            positions = [i + (k - (len(arm_order) - 1) / 2) * width for i in range(len(tasks))]
             axis.bar(positions, [s["mean"] if s else 0 for s in stats], width, yerr=[s["std"] if s else 0 for s in stats],
                      capsize=3, label=arm)
         published = [(i, table["tasks"][task]["published_scratch"]) for i, task in enumerate(tasks)]
@@ -152,10 +154,11 @@ def plot_pretraining(curves: Curves, path: Path) -> None:
         axes[0][0].set_ylabel("validation MLM loss")
 
 
-def write_lra_report(rows: list[dict[str, Any]], output_dir: Path, curves: Curves | None = None) -> dict[str, Any]:
+def write_lra_report(rows: list[dict[str, Any]], output_dir: Path, curves: Curves | None = None,
+                     arms: list[str] | None = None) -> dict[str, Any]:
     """Write lra_results.json (the table, the rows and SPT's curves), .md and (with scores) .png, and with curves
-    lra_pretraining.png; return the table."""
-    table = lra_table(rows)
+    lra_pretraining.png; return the table (`arms`: as `lra_table`'s)."""
+    table = lra_table(rows, arms)
     curves = curves or {}
     curves = {task: curves[task] for task in [*table["tasks"], *curves] if task in curves}  # the table's task order
     write_json(output_dir / LRA_JSON_NAME, {**table, "rows": rows, "pretraining_curves": curves})
