@@ -14,8 +14,9 @@ import pytest
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.command_line import ARGUMENT_GROUPS, check_setting_types, parse_arguments
-from hf_spt.experiments.recipes import read_recipe, recipe_settings
+from hf_spt.experiments.arguments import ARGUMENT_GROUPS
+from hf_spt.experiments.command_line import parse_arguments
+from hf_spt.experiments.settings_files import check_setting_types, read_recipe, recipe_settings
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
 from hf_spt.training.arguments import PretrainArguments

@@ -15,7 +15,7 @@ from hf_spt.experiments.suites.grid import parse_grid
 from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
 from hf_spt.experiments.suites.lra import ARMS, LraSuite, lra_grid, run_lra_suite, runnable_tasks, step_counts
 from hf_spt.experiments.suites.lra_report import PUBLISHED_SCRATCH, lra_table, markdown
-from hf_spt.experiments.recipes import recipe_settings
+from hf_spt.experiments.settings_files import recipe_settings
 from hf_spt.tasks.lra_data import find_lra_data, missing_data_report
 from conftest import CellRecorder
 from task_files import write_aan, write_image_folder, write_imdb, write_listops, write_pathfinder_release

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from hf_spt.errors import MissingInputError, UserInputError
-from hf_spt.experiments.recipes import RECIPES, read_recipe, recipe_settings
+from hf_spt.experiments.recipes import RECIPES
+from hf_spt.experiments.settings_files import read_recipe, recipe_settings
 from hf_spt.tasks import task_preset
 
 RUN_SPT = Path(__file__).parents[1] / "run_scripts" / "run_spt.py"

@@ -370,5 +370,11 @@ def _default(spec) -> Any:
     return spec.default_factory() if callable(spec.default_factory) else spec.default
 
 
-__all__ = ["FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_DEFAULTS", "DataArguments", "ModelArguments", "PretrainOptions",
+CUSTOM_DATA_FIELDS = ("train_file", "validation_file", "test_file", "text_column", "text_pair_column", "label_column")
+"""The `DataArguments` only `--task custom` reads."""
+ARGUMENT_GROUPS = (DataArguments, ModelArguments, PretrainOptions, FinetuneOptions, LoraOptions,
+                   SharedTrainingArguments, RunOptions)
+"""`run_spt.py`'s argument groups, in `--help`'s order: the flags, and the names a settings file may use."""
+
+__all__ = ["ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_DEFAULTS", "DataArguments", "ModelArguments", "PretrainOptions",
            "FinetuneOptions", "LoraOptions", "RunOptions", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

@@ -6,7 +6,7 @@ example scripts. Three layers give the values, each above the one before:
 
 1. `--recipe NAME|FILE`: a shipped recipe's settings, or a recipe file's (`recipes/`);
 2. `--config_file FILE`: the same names as the flags, in YAML or JSON (an unknown name, or a value
-   of the wrong type, is an error naming it: `check_setting_types`);
+   of the wrong type, is an error naming it: `settings_files.check_settings`);
 3. the flags typed.
 
 A generic budget flag (`--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size`,
@@ -18,25 +18,17 @@ explicit `--max_steps 100` is not undone by a recipe's `pretrain_max_steps`. A v
 from __future__ import annotations
 
 import argparse
-import json
-import types
-import typing
 from dataclasses import asdict, fields
-from enum import Enum
-from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any
 
 from transformers import HfArgumentParser
 
-from ..errors import MissingInputError, UserInputError
-from .arguments import (PHASES, PHASE_SETTINGS, DataArguments, ExperimentArguments, FinetuneOptions, LoraOptions,
-                        ModelArguments, PretrainOptions, RunOptions, SharedTrainingArguments)
+from ..errors import UserInputError
+from .arguments import (ARGUMENT_GROUPS, CUSTOM_DATA_FIELDS, PHASE_SETTINGS, PHASES, DataArguments, ExperimentArguments,
+                        FinetuneOptions, LoraOptions, ModelArguments, PretrainOptions, SharedTrainingArguments)
 from .modes import MODE_PHASES, mode_arms, uses_lora
-from .pipeline import CUSTOM_DATA_FIELDS
-from .recipes import recipe_settings
+from .settings_files import read_config_file, recipe_settings
 
-ARGUMENT_GROUPS = (DataArguments, ModelArguments, PretrainOptions, FinetuneOptions, LoraOptions,
-                   SharedTrainingArguments, RunOptions)
 CONFIG_FILE_FLAG = "--config_file"
 PRETRAIN_DATA_FIELDS = ("pretrain_task", "pretrain_data_dir", "pretrain_task_options")
 # flags read only together with another one
@@ -57,94 +49,6 @@ def given_flags(argv: list[str]) -> dict[str, Any]:
     for action in peek._actions:
         action.default, action.required = argparse.SUPPRESS, False
     return vars(peek.parse_known_args(argv)[0])
-
-
-def read_settings_file(path: str | Path, what: str) -> Any:
-    """The content of a YAML (.yaml/.yml) or JSON file; a missing or unparsable file is a user error naming it."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError):
-        raise MissingInputError(f"{what} {path}: no such file.") from None
-    except UnicodeDecodeError as error:
-        raise UserInputError(f"{what} {path} is not UTF-8 text: {error}") from None
-    if str(path).endswith((".yaml", ".yml")):
-        import yaml
-
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise UserInputError(f"{what} {path} is not valid YAML: {error}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise UserInputError(f"{what} {path} is not valid JSON: {error}") from None
-
-
-MAPPING_SETTINGS = ("task_options", "pretrain_task_options")  # JSON text as a flag, a mapping in a file
-TYPE_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "text", type(None): "null",
-              dict: "a mapping", list: "a list"}
-
-
-def _fits(value: Any, annotation: Any) -> bool:
-    """Whether a file's `value` (a YAML/JSON value) has the type `annotation` of a dataclass field."""
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin in (Union, types.UnionType):
-        return any(_fits(value, option) for option in args)
-    if origin is Literal:
-        return value in args
-    if annotation in (int, float) and isinstance(value, bool):
-        return False
-    if annotation is float:
-        return isinstance(value, (int, float))
-    if (origin or annotation) in (list, tuple):
-        return isinstance(value, list) and all(_fits(item, args[0]) for item in value if args)
-    if isinstance(annotation, type) and issubclass(annotation, Enum):
-        return value in {member.value for member in annotation}
-    if annotation in TYPE_WORDS or origin is dict:
-        return isinstance(value, origin or annotation)
-    return True  # a type a file cannot spell (a config object): the dataclass judges it
-
-
-def _type_words(annotation: Any) -> str:
-    """`annotation` in words: "a whole number or null", "a list (text each)"..."""
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin in (Union, types.UnionType):
-        return " or ".join(dict.fromkeys(_type_words(option) for option in args))
-    if origin is Literal or isinstance(annotation, type) and issubclass(annotation, Enum):
-        return "one of " + ", ".join(repr(getattr(option, "value", option)) for option in (args or annotation))
-    if (origin or annotation) in (list, tuple):
-        return f"a list ({_type_words(args[0])} each)" if args else "a list"
-    return TYPE_WORDS.get(origin or annotation, getattr(annotation, "__name__", str(annotation)))
-
-
-def check_setting_types(settings: dict[str, Any], where: str, groups: tuple[type, ...] = ARGUMENT_GROUPS) -> None:
-    """Raise `UserInputError` listing every setting of a file whose value has not its field's type (`hidden_size:
-    32.5`, `seed: [1, 2]`), with the type expected. Text passes: the parser reads it as the flag typed."""
-    hints = {name: hint for group in groups for name, hint in typing.get_type_hints(group).items()}
-    hints.update({name: dict | str | None for name in MAPPING_SETTINGS})
-    wrong = [f"{name}: {value!r} does not fit --{name}, which takes {_type_words(hints[name])}"
-             for name, value in settings.items()
-             if name in hints and not isinstance(value, str) and not _fits(value, hints[name])]
-    if wrong:
-        raise UserInputError(f"{where}: {'; '.join(wrong)}.")
-
-
-def check_settings(settings: Any, where: str) -> dict[str, Any]:
-    """The settings of a file (config file, recipe) at `where`; not a mapping, unknown names and values of the
-    wrong type fail, naming them and `where`."""
-    if not isinstance(settings, dict):
-        raise UserInputError(f"{where}: expected a mapping of setting names to values, not {type(settings).__name__}.")
-    unknown = sorted(set(settings) - {f.name for group in ARGUMENT_GROUPS for f in fields(group)})
-    if unknown:
-        raise UserInputError(f"{where}: unknown settings {unknown}; run with --help for the valid names.")
-    check_setting_types(settings, where)
-    HfArgumentParser(ARGUMENT_GROUPS).parse_dict(settings)  # the groups' own checks (JSON options...)
-    return settings
-
-
-def read_config_file(path: str) -> dict[str, Any]:
-    """A config file's settings, checked (`check_settings`)."""
-    return check_settings(read_settings_file(path, "--config_file") or {}, path)
 
 
 def layered(layers: list[dict[str, Any]]) -> dict[str, Any]:
@@ -226,6 +130,4 @@ def parse_arguments(
     return data, model, experiment, training
 
 
-__all__ = ["ARGUMENT_GROUPS", "build_parser", "given_flags", "read_settings_file", "check_setting_types",
-           "check_settings", "read_config_file", "layered",
-           "check_all_read", "unread_lora_settings", "parse_arguments"]
+__all__ = ["build_parser", "given_flags", "layered", "check_all_read", "unread_lora_settings", "parse_arguments"]

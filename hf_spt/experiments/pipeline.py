@@ -30,7 +30,8 @@ from ..runs.folder import locks_output_dir, read_json
 from ..runs.hub import check_hub_ready
 from ..runs.phase_definition import check_phase_folders
 from ..tasks import Task, load_task
-from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from .arguments import (CUSTOM_DATA_FIELDS, DataArguments, ExperimentArguments, ModelArguments,
+                        SharedTrainingArguments)
 from .lora_finetuning import check_lora_ready
 from .model_config import build_config, fit_to_checkpoint, starting_weights
 from .modes import MODE_PHASES, PRETRAIN, mode_pretrains
@@ -62,9 +63,6 @@ def fit_lengths(task: Task, max_length: int, truncation: bool) -> Task:
             )
             data = task.dataset[split]
     return task
-
-
-CUSTOM_DATA_FIELDS = ("train_file", "validation_file", "test_file", "text_column", "text_pair_column", "label_column")
 
 
 def task_options(data_args: DataArguments, task_name: str) -> dict[str, Any]:
@@ -185,5 +183,5 @@ def run_experiment(
     return {"task": task.name, "arms": arms, **extra}
 
 
-__all__ = ["CUSTOM_DATA_FIELDS", "prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "plan_run",
+__all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "plan_run",
            "clear_phase_folders", "run_experiment"]

@@ -1,6 +1,7 @@
 """Training recipes (`--recipe NAME|FILE`): settings files shipped under `recipes/`, or the user's own.
 
-A recipe only supplies defaults: `run_spt.py` applies it below the `--config_file` settings and
+Where the recipes are and how a name finds its file; `settings_files.recipe_settings` reads one. A
+recipe only supplies defaults: `run_spt.py` applies it below the `--config_file` settings and
 the command-line flags (`command_line.py`), so `--recipe balestriero_huang --finetune_batch_size 32`
 changes the fine-tuning batch and keeps the rest of the recipe. A recipe file (YAML or JSON) holds
 settings named as the flags are, checked as a config file's are, and optionally `tasks:`, a mapping
@@ -12,7 +13,6 @@ for those tasks only. Task names match ignoring case, `-` vs `_` and a leading `
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ...errors import MissingInputError, UserInputError
 
@@ -39,32 +39,4 @@ def recipe_path(recipe: str) -> Path:
     return path
 
 
-def read_recipe(recipe: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """A recipe's common settings and its per-task settings (by `task_key`; empty: for every task)."""
-    from ..command_line import check_settings, read_settings_file  # command_line reads recipes: import when used
-
-    path = recipe_path(recipe)
-    content = read_settings_file(path, "--recipe") or {}
-    tasks = (content.pop("tasks", None) if isinstance(content, dict) else None) or {}
-    common = check_settings(content, f"--recipe {path}")
-    if not isinstance(tasks, dict):
-        raise UserInputError(f"--recipe {path}: tasks: is a mapping of task name -> settings, not "
-                             f"{type(tasks).__name__}.")
-    return common, {task_key(name): check_settings(settings, f"--recipe {path}, tasks: {name}")
-                    for name, settings in tasks.items()}
-
-
-def recipe_settings(recipe: str, task: str) -> dict[str, Any]:
-    """The settings (argument-dataclass field names) that recipe `recipe` (a name or a file) gives task `task`."""
-    common, tasks = read_recipe(recipe)
-    if not tasks:
-        return common
-    if task_key(task) not in tasks:
-        for_every_task = " or ".join(f"--recipe {name}" for name in RECIPES if not read_recipe(name)[1])
-        raise UserInputError(
-            f"--recipe {recipe} has settings for the tasks {', '.join(tasks)}, not for task {task!r}: use the "
-            f"task's own preset (no --recipe) or a recipe for every task ({for_every_task}).")
-    return {**common, **tasks[task_key(task)]}
-
-
-__all__ = ["RECIPES", "RECIPES_DIR", "task_key", "recipe_path", "read_recipe", "recipe_settings"]
+__all__ = ["RECIPES", "RECIPES_DIR", "SUFFIXES", "task_key", "recipe_path"]

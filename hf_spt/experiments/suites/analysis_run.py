@@ -23,8 +23,8 @@ from ...analysis.report import ReportOptions, analyse_models
 from ...errors import MissingInputError, UserInputError
 from ...runs.phase_definition import definition_digest, read_definition
 from ..arguments import DataArguments
-from ..command_line import read_settings_file
 from ..pipeline import prepare_task
+from ..settings_files import read_settings_file
 from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_job
 
 RUN_RESULTS_NAME = "results.json"

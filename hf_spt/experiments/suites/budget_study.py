@@ -29,9 +29,9 @@ from ...analysis.checkpoint_probe import probe_checkpoint
 from ...errors import UserInputError
 from ...runs.folder import read_json, write_json
 from ...training.pretrain_trainer import inputs_only
-from ..command_line import read_settings_file
 from ..phase_arguments import masking_rate
 from ..run_results import PHASE_RESULT_NAME
+from ..settings_files import read_settings_file
 from .ablation import prepare_unit
 from .ablation_report import mean_std
 from .grid import Grid, arm_named, arm_pretrain_epochs, cells, experiment_arguments, parse_grid, pretrain_job

@@ -35,7 +35,7 @@ from ...errors import UserInputError
 from ...tasks import task_preset
 from ...training.parts import parse_parts
 from ..arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
-from ..command_line import read_settings_file
+from ..settings_files import read_settings_file
 from ..value_ranges import check_value_ranges
 
 CELLS_DIR = "cells"
