@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -71,10 +72,25 @@ def test_arms_map_to_shared_checkpoints(tmp_path):
     ({"name": "x", "lr": 1}, "unknown setting"),
     ({"name": "x", "pretrain_task": "nowhere"}, "not in tasks or pretrain_tasks"),
     ({"name": "x", "compute_matched": True, "pretrain": True}, "scratch control"),
+    ({"name": "x", "pretrain": True, "start": "random"}, "only for an arm that does not pretrain"),
+    ({"name": "x", "method": "adapters"}, "method is one of full, lora"),
+    ({"name": "x", "start": "random"}, "give the pretrained model with --model_name_or_path"),
 ])
 def test_bad_grids_give_clear_errors(tmp_path, arm, message):
     with pytest.raises(ValueError, match=message):
-        parse_grid(tiny_grid(tmp_path, [arm]))
+        ablation.plan_grid(parse_grid(tiny_grid(tmp_path, [arm])))
+
+
+def test_a_grid_arm_is_a_modes_arm_lora_included(tmp_path):
+    """Grid arms are `arms.Arm`s, as run_spt.py's modes are: `method: lora` fine-tunes adapters on the SPT
+    checkpoint, beside the same arm in full."""
+    torch.set_num_threads(1)
+    grid = parse_grid({**tiny_grid(tmp_path, [{"name": "spt_lora", "pretrain": True, "method": "lora"},
+                                              {"name": "spt", "pretrain": True}]), "seeds": [0]})
+    run_grid(grid)
+    lora, full = (json.loads((cell.folder(grid) / "phase.json").read_text()) for cell in cells(grid))
+    assert lora["finetune_method"] == "lora" and full["finetune_method"] == "full"
+    assert lora["init_from"] == full["init_from"] and lora["trainable_parameters"] < full["trainable_parameters"]
 
 
 def test_default_grid_holds_the_papers_arms():

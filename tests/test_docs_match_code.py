@@ -272,11 +272,11 @@ def test_script_flags_exist() -> None:
 def test_flag_reference_lists_every_mode_and_recipe() -> None:
     """docs/running.md's `--mode a|b|...` and `--recipe a|b` rows name exactly the values the code takes (an
     upper-case placeholder such as FILE stands for a user's value)."""
-    from hf_spt.experiments.modes import MODE_PHASES
+    from hf_spt.experiments.modes import MODES
     from hf_spt.experiments.recipes import RECIPES
 
     lines = (ROOT / "docs" / "running.md").read_text(encoding="utf-8").splitlines()
-    for flag, values in (("--mode", tuple(MODE_PHASES)), ("--recipe", RECIPES)):
+    for flag, values in (("--mode", tuple(MODES)), ("--recipe", RECIPES)):
         rows = [(number, [v for v in match.group(1).split("\\|") if not v.isupper()])
                 for number, line in enumerate(lines, 1)
                 if (match := re.search(rf"`{flag} (\w+(?:\\\|\w+)+)`", line))]  # a choice list

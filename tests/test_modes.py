@@ -1,4 +1,4 @@
-"""run_spt.py's modes are data (`modes.MODE_PHASES`): the table alone decides the phases a run plans, trains,
+"""run_spt.py's modes are data (`modes.MODES`): the table alone decides the phases a run plans, trains,
 announces and lists, and the settings it reads; an unknown mode fails naming every mode of the table."""
 
 import pytest
@@ -9,13 +9,14 @@ from hf_spt.experiments import modes
 from hf_spt.experiments.arguments import ExperimentArguments
 from hf_spt.experiments.command_line import parse_arguments
 from hf_spt.experiments.model_config import build_config
-from hf_spt.experiments.modes import MODE_PHASES, PhaseSpec
+from hf_spt.experiments.arms import Arm
+from hf_spt.experiments.modes import MODES, PRETRAIN_FOLDER, Mode
 from hf_spt.runs.phase_definition import definition_digest
 from hf_spt.experiments.pipeline import plan_run, prepare_task, run_experiment
 from hf_spt.training.model_factory import pretraining_model
 
 
-@pytest.mark.parametrize("mode", sorted(MODE_PHASES))
+@pytest.mark.parametrize("mode", sorted(MODES))
 def test_each_mode_plans_the_phases_of_its_table_entry(tmp_path, mode):
     data, model, _, training = tiny_arguments(tmp_path / "run")
     task = prepare_task(data, seed=0)
@@ -26,14 +27,14 @@ def test_each_mode_plans_the_phases_of_its_table_entry(tmp_path, mode):
         tmp_path / "run", mode=mode, **start, **({"model_name_or_path": str(checkpoint)} if mode == "lora_comparison" else {}))
     phases = plan_run(task, task, build_config(task, model), model, exp, training)
 
-    specs = MODE_PHASES[mode]
-    assert [phase.folder for phase in phases] == [tmp_path / "run" / spec.folder for spec in specs]
-    assert [phase.args.output_dir for phase in phases] == [str(tmp_path / "run" / spec.folder) for spec in specs]
-    for phase, spec in zip(phases, specs):
-        assert phase.definition["phase"] == spec.folder and phase.arm == (None if spec.kind == "pretrain" else spec.folder)
-        if spec.kind == "finetune":
-            assert phase.definition["finetune_method"] == (spec.method or exp.finetune_method)
-            assert phase.method == (spec.method or exp.finetune_method)
+    folders = [PRETRAIN_FOLDER] * MODES[mode].pretrains + [arm.name for arm in MODES[mode].arms]
+    assert [phase.folder for phase in phases] == [tmp_path / "run" / folder for folder in folders]
+    assert [phase.args.output_dir for phase in phases] == [str(tmp_path / "run" / folder) for folder in folders]
+    assert [phase.arm for phase in phases] == [None] * MODES[mode].pretrains + [arm.name for arm in MODES[mode].arms]
+    for phase, folder in zip(phases, folders):
+        assert phase.definition["phase"] == folder
+    for phase, arm in zip(phases[MODES[mode].pretrains:], MODES[mode].arms):
+        assert phase.definition["finetune_method"] == phase.method == (arm.method or exp.finetune_method)
     if mode == "compare":  # the spt arm starts from the pretraining phase this run plans
         assert phases[1].definition["init_from"] == {"phase_definition": definition_digest(phases[0].definition)}
 
@@ -41,14 +42,14 @@ def test_each_mode_plans_the_phases_of_its_table_entry(tmp_path, mode):
 def test_an_unknown_mode_fails_listing_the_modes_of_the_table():
     with pytest.raises(UserInputError) as error:
         ExperimentArguments(mode="lora")
-    assert str(error.value) == f"Unknown --mode 'lora'; choose one of {', '.join(MODE_PHASES)}."
+    assert str(error.value) == f"Unknown --mode 'lora'; choose one of {', '.join(MODES)}."
     with pytest.raises(UserInputError, match="choose one of compare, spt, finetune, scratch, lora_comparison"):
         parse_arguments(["--mode", "lora"])
 
 
 def test_a_new_mode_is_one_entry_in_the_table(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(modes.MODE_PHASES, "two_arms", (PhaseSpec("scratch", method="full"),
-                                                         PhaseSpec("pretrained_full", method="full")))
+    monkeypatch.setitem(modes.MODES, "two_arms", Mode(pretrains=False, arms=(Arm("scratch", method="full"),
+                                                                             Arm("pretrained_full", method="full"))))
     with pytest.raises(UserInputError, match="--init_from: --mode two_arms starts from random weights"):
         parse_arguments(["--mode", "two_arms", "--init_from", "x"])
     with pytest.raises(UserInputError, match="--finetune_method: --mode two_arms sets each arm's method"):

@@ -26,10 +26,10 @@ from transformers import TrainingArguments
 
 from ..errors import UserInputError
 from ..training.parts import parse_parts
-from .modes import MODE_PHASES, uses_lora
+from .arms import FINETUNE_METHODS
+from .modes import MODES, uses_lora
 from .recipes import RECIPES
 
-FINETUNE_METHODS = ("full", "lora")
 PHASES = ("pretrain", "finetune")
 # generic TrainingArguments field -> the per-phase flag suffix that overrides it for one phase
 PHASE_SETTINGS = {"num_train_epochs": "epochs", "learning_rate": "learning_rate",
@@ -262,8 +262,8 @@ class ExperimentArguments(RunOptions, LoraOptions, FinetuneOptions, PretrainOpti
     """The phase groups and the run group in one object: what the pipeline reads besides the shared Trainer flags."""
 
     def __post_init__(self):
-        if self.mode not in MODE_PHASES:
-            raise UserInputError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODE_PHASES)}.")
+        if self.mode not in MODES:
+            raise UserInputError(f"Unknown --mode {self.mode!r}; choose one of {', '.join(MODES)}.")
         if self.finetune_method not in FINETUNE_METHODS:
             raise UserInputError(f"Unknown --finetune_method {self.finetune_method!r}; choose one of "
                                  f"{', '.join(FINETUNE_METHODS)}.")

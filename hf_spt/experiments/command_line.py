@@ -26,7 +26,7 @@ from transformers import HfArgumentParser
 from ..errors import UserInputError
 from .arguments import (ARGUMENT_GROUPS, CUSTOM_DATA_FIELDS, PHASE_SETTINGS, PHASES, DataArguments, ExperimentArguments,
                         FinetuneOptions, LoraOptions, ModelArguments, PretrainOptions, SharedTrainingArguments)
-from .modes import MODE_PHASES, mode_arms, uses_lora
+from .modes import MODES, uses_lora
 from .settings_files import read_config_file, recipe_settings
 
 CONFIG_FILE_FLAG = "--config_file"
@@ -67,15 +67,16 @@ def check_all_read(
     given: set[str], data: DataArguments, exp: ExperimentArguments, training: SharedTrainingArguments
 ) -> None:
     """Fail on a given setting the chosen run does not read (another phase's, another task's...)."""
-    phases = tuple(dict.fromkeys(spec.kind for spec in MODE_PHASES[exp.mode]))  # ordered: pretrain, finetune
+    mode = MODES[exp.mode]
+    phases = ("pretrain",) * mode.pretrains + ("finetune",) * bool(mode.arms)  # the phases it trains, in order
     unread = {}
-    if "pretrain" not in phases:
+    if not mode.pretrains:
         for name in given & {*(f.name for f in fields(PretrainOptions)), *PRETRAIN_DATA_FIELDS}:
             unread[name] = f"only the pretraining phase reads it, and --mode {exp.mode} does not pretrain"
-    if "finetune" not in phases:
+    if not mode.arms:
         for name in given & {f.name for group in (FinetuneOptions, LoraOptions) for f in fields(group)}:
             unread[name] = f"only fine-tuning reads it, and --mode {exp.mode} does not fine-tune"
-    elif all(arm.start != "pretraining" for arm in mode_arms(exp.mode)):
+    elif not any(arm.pretrain for arm in mode.arms):
         for name in given & {"init_from", "init_parts"}:
             unread[name] = f"--mode {exp.mode} starts from random weights (or --model_name_or_path)"
     unread.update(unread_lora_settings(given, exp))
@@ -96,13 +97,13 @@ def check_all_read(
 
 def unread_lora_settings(given: set[str], exp: ExperimentArguments) -> dict[str, str]:
     """The LoRA settings a run would not read, with why: LoRA flags without a LoRA arm, and `--finetune_method`
-    where the mode sets each arm's method (`modes.MODE_PHASES`)."""
-    arms = mode_arms(exp.mode)
+    where the mode sets each arm's method (`modes.MODES`)."""
+    arms = MODES[exp.mode].arms
     if not arms:  # check_all_read: no fine-tuning setting is read
         return {}
     unread = {"finetune_method": f"--mode {exp.mode} sets each arm's method"} if all(arm.method for arm in arms) else {}
     if not uses_lora(exp.mode, exp.finetune_method):
-        lora_modes = " or ".join(f"--mode {mode}" for mode in MODE_PHASES if uses_lora(mode, "full"))
+        lora_modes = " or ".join(f"--mode {mode}" for mode in MODES if uses_lora(mode, "full"))
         unread.update({name: f"it is read only with --finetune_method lora (or {lora_modes})"
                        for name in LORA_SETTINGS})
     return {name: why for name, why in unread.items() if name in given}

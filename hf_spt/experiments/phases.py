@@ -1,12 +1,12 @@
-"""One phase of a run, built once and run as built: SPT (`pretrain_phase`) or a fine-tuning arm (`finetune_phase`).
+"""One phase of a run, built once and run as built: SPT (`pretrain_phase`) or a fine-tuning arm (`finetune_phase`;
+`arm_phase` for an `arms.Arm`, the same for a mode's arm and a grid's).
 
 A `PlannedPhase` holds everything that defines the phase: its folder, task, model config, Trainer arguments, its
 definition (`runs.phase_definition`: what a re-run must match) and the settings it was built from. Every entry
-point plans its phases with these two functions (`pipeline.plan_run` for `run_spt.py`'s modes, `suites.ablation`
-for the grid, the LRA suite and the budget study), checks every folder once, then calls `run_phase`, which trains
-the phase or returns its result when it is finished. A phase records its definition before it trains; one that
-fails before its first checkpoint removes what it wrote, and an interrupted one resumes from its newest
-checkpoint.
+point plans its phases here (`pipeline.plan_run` for `run_spt.py`'s modes, `suites.ablation.plan_grid` for the
+grid, the LRA suite and the budget studies), checks every folder once, then calls `run_phase`, which trains the
+phase or returns its result when it is finished. A phase records its definition before it trains; one that fails
+before its first checkpoint removes what it wrote, and an interrupted one resumes from its newest checkpoint.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..analysis.callback import ProximityCallback
 from ..errors import UserInputError
-from ..runs.folder import ElapsedTime, read_json, resume_checkpoint, write_json
+from ..runs.folder import PHASE_RESULT_NAME, ElapsedTime, read_json, resume_checkpoint, write_json
 from ..runs.phase_definition import (check_phase_folder, finetune_definition, holds_nothing, pretrain_definition,
                                      record_definition)
 from ..tasks import Task
@@ -36,11 +36,12 @@ from ..training.parts import freeze_parts as freeze_model_parts
 from ..training.parts import load_partial_weights
 from ..training.pretrain_trainer import PretrainTrainer
 from ..training.time_estimate import StepTimeEstimate
-from .arguments import ExperimentArguments, SharedTrainingArguments
+from .arguments import ExperimentArguments, ModelArguments, SharedTrainingArguments
+from .arms import Arm
 from .card_provenance import phase_card_data
 from .lora_finetuning import adapter_provenance, with_adapters
+from .model_config import build_config, fit_to_checkpoint, starting_weights
 from .phase_arguments import finetune_arguments, pretrain_arguments
-from .run_results import PHASE_RESULT_NAME
 
 LOG_HISTORY_NAME = "log_history.json"  # every phase's Trainer log history, as the Trainer keeps it
 PROXIMITY_PROBE_SIZE = 32
@@ -95,6 +96,28 @@ def finetune_phase(
                                      source_definition=source_definition, settings=finetune_settings(exp, method))
     return PlannedPhase(folder, task, config, args, definition, exp, training, init_from, arm, init_parts,
                         freeze_parts, method)
+
+
+def arm_phase(arm: Arm, task: Task, config: PreTrainedConfig, model_args: ModelArguments, exp: ExperimentArguments,
+              training: SharedTrainingArguments, folder: Path, checkpoint: str | Path | None = None,
+              source_definition: dict[str, Any] | None = None, epochs: float | None = None,
+              loads_checkpoint_whole: bool = False) -> PlannedPhase:
+    """The fine-tuning phase of `arm` in `folder`: from `checkpoint` (the SPT checkpoint of a pretraining arm, whose
+    definition is `source_definition` while it is not trained yet), from the model's weights (start "model") or
+    from fresh weights of its architecture (start "random"). `loads_checkpoint_whole`: the run does not train the
+    checkpoint, so an arm that loads all of it takes its architecture (flags that contradict it are errors).
+    `epochs` overrides the fine-tuning epochs (compute-matched arms)."""
+    start_weights = starting_weights(model_args)
+    init_from = checkpoint if arm.pretrain else start_weights if arm.start == "model" else None
+    if arm.start == "random":
+        if start_weights is None:
+            raise UserInputError(f"Arm {arm.name!r} trains a pretrained model's architecture from fresh weights: give "
+                                 "the pretrained model with --model_name_or_path (without --from_scratch).")
+        config = build_config(task, replace(model_args, from_scratch=True))
+    elif arm.pretrain and arm.init_parts is None and loads_checkpoint_whole:
+        config = fit_to_checkpoint(config, init_from, model_args, task)
+    return finetune_phase(task, config, exp, training, folder, arm.name, init_from, arm.init_parts, arm.freeze_parts,
+                          epochs, arm.method, source_definition)
 
 
 def pretrain(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments,
@@ -243,5 +266,6 @@ def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardDat
     return result
 
 
-__all__ = ["LOG_HISTORY_NAME", "PlannedPhase", "pretrain_phase", "finetune_phase", "finetune_settings", "run_phase",
+__all__ = ["LOG_HISTORY_NAME", "PlannedPhase", "pretrain_phase", "finetune_phase", "arm_phase", "finetune_settings",
+           "run_phase",
            "pretrain", "finetune"]

@@ -26,18 +26,18 @@ from accelerate import PartialState
 from transformers import PreTrainedConfig
 
 from ..errors import UserInputError
-from ..runs.folder import locks_output_dir, read_json
+from ..runs.folder import PHASE_RESULT_NAME, locks_output_dir, read_json
 from ..runs.hub import check_hub_ready
 from ..runs.phase_definition import check_phase_folders
 from ..tasks import Task, load_task
 from .arguments import (CUSTOM_DATA_FIELDS, DataArguments, ExperimentArguments, ModelArguments,
                         SharedTrainingArguments)
 from .lora_finetuning import check_lora_ready
-from .model_config import build_config, fit_to_checkpoint, starting_weights
-from .modes import MODE_PHASES, PRETRAIN, mode_pretrains
-from .phases import PlannedPhase, finetune_phase, pretrain_phase, run_phase
+from .model_config import build_config, starting_weights
+from .modes import MODES, PRETRAIN_FOLDER
+from .phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
 from .run_plan import announce_plan
-from .run_results import PHASE_RESULT_NAME, listed_arms, write_results
+from .run_results import listed_arms, write_results
 from .value_ranges import check_value_ranges
 
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")
@@ -102,11 +102,17 @@ def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Ta
     return fit_lengths(source, task.preset.max_length, data_args.truncation)
 
 
+def phase_folders(output_dir: Path, mode: str) -> list[Path]:
+    """The folders of the phases `mode` trains, in order: `pretrain/` when it pretrains, then one per arm."""
+    return ([output_dir / PRETRAIN_FOLDER] if MODES[mode].pretrains else []) + [output_dir / arm.name
+                                                                              for arm in MODES[mode].arms]
+
+
 def clear_phase_folders(output_dir: Path, mode: str) -> None:
     """`--overwrite_output_dir`: delete the folders of the phases `mode` trains (never another phase's)."""
     if PartialState().is_main_process:
-        for spec in MODE_PHASES[mode]:
-            shutil.rmtree(output_dir / spec.folder, ignore_errors=True)
+        for folder in phase_folders(output_dir, mode):
+            shutil.rmtree(folder, ignore_errors=True)
     PartialState().wait_for_everyone()
 
 
@@ -114,33 +120,22 @@ def plan_run(
     task: Task, source: Task, config: PreTrainedConfig, model_args: ModelArguments, exp: ExperimentArguments,
     training: SharedTrainingArguments,
 ) -> list[PlannedPhase]:
-    """The phases of `exp.mode` (`modes.MODE_PHASES`), in order, each built once (transformers validates the
-    arguments): the pretraining phase on `source`, the arms on `task`, each from the start weights and with the
-    config its `PhaseSpec` names."""
-    output_dir, start_weights = Path(training.output_dir), starting_weights(model_args)
-    starts = {"random": None, "model": start_weights, "pretraining": exp.init_from or output_dir / PRETRAIN.folder}
+    """The phases of `exp.mode` (`modes.MODES`), in order, each built once (transformers validates the arguments):
+    the pretraining phase on `source` (from the model's weights, random without them), then the mode's arms on
+    `task` (`arms.arm_phase`), its pretraining arms from `--init_from` or this run's pretraining, with `--init_parts`,
+    and every arm with `--freeze_parts`."""
+    mode, output_dir = MODES[exp.mode], Path(training.output_dir)
     phases, pretrained = [], None  # pretrained: this run's pretraining definition, the start of its spt arm
-    for spec in MODE_PHASES[exp.mode]:
-        folder, init_from = output_dir / spec.folder, starts[spec.start]
-        if spec.kind == "pretrain":
-            phases.append(pretrain_phase(source, config, exp, training, folder, init_from))
-            pretrained = phases[-1].definition
-            continue
-        init_parts = exp.init_parts if spec.takes_parts else None
-        if spec.config == "from_scratch":
-            if start_weights is None:
-                raise UserInputError(f"--mode {exp.mode} compares a pretrained model with its architecture trained "
-                                     "from scratch: give the pretrained weights with --model_name_or_path (without "
-                                     "--from_scratch).")
-            arm_config = build_config(task, replace(model_args, from_scratch=True))
-        elif spec.config == "checkpoint" and init_parts is None and not mode_pretrains(exp.mode):
-            # loaded whole: its architecture (contradicting flags are errors)
-            arm_config = fit_to_checkpoint(config, init_from, model_args, task)
-        else:
-            arm_config = config
-        phases.append(finetune_phase(task, arm_config, exp, training, folder, spec.folder, init_from, init_parts,
-                                     exp.freeze_parts, method=spec.method,
-                                     source_definition=pretrained if spec.start == "pretraining" else None))
+    if mode.pretrains:
+        phases.append(pretrain_phase(source, config, exp, training, output_dir / PRETRAIN_FOLDER,
+                                     starting_weights(model_args)))
+        pretrained = phases[-1].definition
+    checkpoint = exp.init_from or output_dir / PRETRAIN_FOLDER
+    for arm in mode.arms:
+        arm = replace(arm, init_parts=exp.init_parts if arm.pretrain else None, freeze_parts=exp.freeze_parts)
+        phases.append(arm_phase(arm, task, config, model_args, exp, training, output_dir / arm.name,
+                                checkpoint if arm.pretrain else None, pretrained if arm.pretrain else None,
+                                loads_checkpoint_whole=not mode.pretrains))
     return phases
 
 
@@ -157,7 +152,7 @@ def run_experiment(
     check_lora_ready(exp)
     task = prepare_task(data_args, training.seed)
     config = build_config(task, model_args)
-    other_source = mode_pretrains(exp.mode) and data_args.pretrain_task
+    other_source = MODES[exp.mode].pretrains and data_args.pretrain_task
     source = prepare_pretrain_task(data_args, task, training.seed) if other_source else task
     phases = plan_run(task, source, config, model_args, exp, training)  # a wrong request fails before any deletion
     if training.overwrite_output_dir:
@@ -184,4 +179,4 @@ def run_experiment(
 
 
 __all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "plan_run",
-           "clear_phase_folders", "run_experiment"]
+           "phase_folders", "clear_phase_folders", "run_experiment"]

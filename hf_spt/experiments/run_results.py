@@ -13,14 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..runs.folder import read_json, write_json, write_text
+from ..runs.folder import PHASE_RESULT_NAME, read_json, write_json, write_text
 from ..runs.phase_definition import dataset_fingerprint, definition_digest, read_definition
 from ..tasks import Task
-from .modes import MODE_PHASES, PRETRAIN, mode_arms
+from .modes import MODES, PRETRAIN_FOLDER
 
-PHASE_RESULT_NAME = "phase.json"
-PRETRAIN_FOLDER = PRETRAIN.folder
-ARM_FOLDERS = tuple(dict.fromkeys(("scratch", "spt", *(arm.folder for mode in MODE_PHASES for arm in mode_arms(mode)))))
+ARM_FOLDERS = tuple(dict.fromkeys(("scratch", "spt", *(arm.name for mode in MODES.values() for arm in mode.arms))))
 """Every arm a run folder can hold (each in the folder of its name), in the order results list them."""
 
 

@@ -44,6 +44,7 @@ from ..errors import UserInputError
 
 logger = logging.getLogger(__name__)
 
+PHASE_RESULT_NAME = "phase.json"  # a finished phase's result; a phase folder without it is not finished
 LOCK_NAME = ".hf_spt.lock"
 HOLDER_NAME = ".hf_spt.lock.holder"
 TRAINER_STATE_NAME = "trainer_state.json"
@@ -229,6 +230,6 @@ class ElapsedTime(TrainerCallback, ExportableState):
         return cls(float(state.get("attributes", {}).get("earlier_seconds", 0.0)))
 
 
-__all__ = ["LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",
+__all__ = ["PHASE_RESULT_NAME", "LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",
            "locks_output_dir", "write_text", "write_json", "read_json", "is_complete_checkpoint", "resume_checkpoint",
            "ElapsedTime"]

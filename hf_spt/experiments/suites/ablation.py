@@ -35,10 +35,10 @@ from ...runs.folder import locks_output_dir, read_json, write_json
 from ...runs.phase_definition import check_phase_folders
 from ..arguments import DataArguments
 from ..model_config import build_config
-from ..phases import PlannedPhase, finetune_phase, pretrain_phase, run_phase
+from ..phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
 from ..pipeline import prepare_task
 from ..run_plan import spt_step_budget
-from ..run_results import PHASE_RESULT_NAME
+from ...runs.folder import PHASE_RESULT_NAME
 from .ablation_report import write_report
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
                    experiment_arguments, model_arguments, parse_grid, pretrain_job)
@@ -77,9 +77,8 @@ def unit_phase(grid: Grid, kind: str, unit: PretrainJob | Cell, tasks: dict | No
         matched = replace(exp, pretrain_epochs=arm_pretrain_epochs(grid, arm, unit.seed, unit.task))
         budget = spt_step_budget(len(task.dataset["train"]), task.is_pair, task.preset.batch_size, matched, training)
         epochs = (budget["pretrain"] + budget["finetune"]) / budget["finetune_steps_per_epoch"]
-    return finetune_phase(task, config, exp, training, unit.folder(grid), unit.arm,
-                          init_from=job.folder(grid) if job else None, init_parts=arm.init_parts,
-                          freeze_parts=arm.freeze_parts, epochs=epochs, source_definition=(sources or {}).get(job))
+    return arm_phase(arm, task, config, model_arguments(grid, unit.task, arm.num_layers, arm), exp, training,
+                     unit.folder(grid), job.folder(grid) if job else None, (sources or {}).get(job), epochs)
 
 
 def plan_grid(grid: Grid) -> dict[tuple[str, PretrainJob | Cell], PlannedPhase]:

@@ -30,7 +30,7 @@ from ...errors import UserInputError
 from ...runs.folder import read_json, write_json
 from ...training.pretrain_trainer import inputs_only
 from ..phase_arguments import masking_rate
-from ..run_results import PHASE_RESULT_NAME
+from ...runs.folder import PHASE_RESULT_NAME
 from ..settings_files import read_settings_file
 from .ablation import prepare_unit
 from .ablation_report import mean_std

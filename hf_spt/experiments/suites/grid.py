@@ -3,20 +3,9 @@
 A grid file (YAML or JSON, see `run_scripts/ablation_default.yaml`) names tasks, seeds, shared
 settings and arms. `experiment:` takes `run_spt.py`'s experiment and TrainingArguments settings
 by their flag names (`pretrain_epochs`, `finetune_epochs`, `learning_rate`, `report_to`...), `model:`
-its model settings. An arm is a configuration of one fine-tuning run:
-
-    name             label in the tables
-    pretrain         start from an SPT checkpoint (implied by the four options below)
-    init_parts       hybrid init: fresh model plus only these parts of the checkpoint ("qk", "attention"...)
-    pretrain_task    key of `tasks` or `pretrain_tasks` to pretrain on (cross-task SPT; default: the cell's task)
-    pretrain_epochs  pretraining epochs (default: the experiment's, as run_spt.py resolves them)
-    freeze_parts     parts kept at their initial values ("attention")
-    num_layers       depth (default: model.num_hidden_layers or the task preset)
-    compute_matched  fine-tune for as many optimizer steps as the SPT arm's pretraining and fine-tuning
-                     budgets together (scratch with SPT's budget); with pretrain_epochs, the budget of
-                     SPT at that many epochs (one control per point of a pretraining-budget sweep)
-    model            model settings over the task's for this arm's cells, for scratch arms only (a
-                     locality control: {position_embedding_type: alibi})
+its model settings. An arm is a configuration of one fine-tuning run (`experiments.arms.Arm`, whose docstring
+lists the fields: name, pretrain, init_parts, pretrain_task, pretrain_epochs, freeze_parts, num_layers,
+compute_matched, model, start, method), the same arms `run_spt.py`'s modes are made of.
 
 A task may carry its own `experiment:` and `model:` settings (over the grid's) and `max_length`,
 so that one grid holds tasks with different published recipes (`run_scripts/run_lra.py`).
@@ -33,8 +22,8 @@ from typing import Any
 
 from ...errors import UserInputError
 from ...tasks import task_preset
-from ...training.parts import parse_parts
 from ..arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from ..arms import Arm
 from ..settings_files import read_settings_file
 from ..value_ranges import check_value_ranges
 
@@ -53,38 +42,6 @@ class TaskSpec:
     max_length: int | None = None
     experiment: dict[str, Any] = field(default_factory=dict)
     model: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Arm:
-    """One configuration of the fine-tuning run (module docstring lists the fields)."""
-
-    name: str
-    pretrain: bool = False
-    init_parts: str | None = None
-    pretrain_task: str | None = None
-    pretrain_epochs: float | None = None
-    freeze_parts: str | None = None
-    num_layers: int | None = None
-    compute_matched: bool = False
-    model: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self):
-        implied = (self.init_parts, self.pretrain_task) + (() if self.compute_matched else (self.pretrain_epochs,))
-        self.pretrain = self.pretrain or any(v is not None for v in implied)
-        for parts in (self.init_parts, self.freeze_parts):
-            if parts is not None:
-                parse_parts(parts)
-        for name in ("pretrain_epochs", "num_layers"):
-            if (value := getattr(self, name)) is not None and value <= 0:
-                raise UserInputError(f"Arm {self.name!r}: {name} must be above 0, got {value}.")
-        if self.compute_matched and self.pretrain:
-            raise UserInputError(f"Arm {self.name!r}: compute_matched is a scratch control; it cannot also pretrain.")
-        if self.model and self.pretrain:  # an SPT checkpoint is shared by arms: its model is the task's
-            raise UserInputError(f"Arm {self.name!r}: model settings ({sorted(self.model)}) apply to scratch arms; "
-                                 "give a pretrained variant a task key of its own with those model settings.")
-        if "num_hidden_layers" in self.model:
-            raise UserInputError(f"Arm {self.name!r}: set the depth with num_layers, not model.num_hidden_layers.")
 
 
 @dataclass

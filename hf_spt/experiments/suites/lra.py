@@ -36,7 +36,7 @@ from ...tasks.lra_data import LRA_TASKS, find_lra_data
 from ..arguments import ModelArguments
 from ..phases import LOG_HISTORY_NAME
 from ..run_plan import spt_step_budget
-from ..run_results import PHASE_RESULT_NAME
+from ...runs.folder import PHASE_RESULT_NAME
 from ..settings_files import recipe_settings
 from .ablation import collect_rows, run_grid
 from .grid import Arm, Cell, Grid, TaskSpec, cells, experiment_arguments, parse_grid, pretrain_job
