@@ -13,7 +13,8 @@
 `ExperimentArguments` joins the two phase groups, the LoRA group and the run group into the object the
 pipeline reads. The generic `--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size`
 and `--max_steps` default to `None` here so that a given value can be told from our defaults: given,
-they set both phases (a per-phase flag wins for its phase); not given, `PHASE_DEFAULTS` hold.
+they set both phases (a per-phase flag wins for its phase); not given, the phase's own `TrainingArguments`
+subclass's defaults hold (`training.arguments`: 25 pretraining epochs, 4 fine-tuning, 1e-3 in both).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from transformers import TrainingArguments
 
 from ..errors import UserInputError
+from ..training.arguments import FinetuneArguments, PretrainArguments
 from ..training.parts import parse_parts
 from .arms import FINETUNE_METHODS
 from .modes import MODES, uses_lora
@@ -34,11 +36,8 @@ PHASES = ("pretrain", "finetune")
 # generic TrainingArguments field -> the per-phase flag suffix that overrides it for one phase
 PHASE_SETTINGS = {"num_train_epochs": "epochs", "learning_rate": "learning_rate",
                   "per_device_train_batch_size": "batch_size", "max_steps": "max_steps"}
-# our defaults (not TrainingArguments'), per phase; a batch size of None means the task preset's
-PHASE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "pretrain": {"epochs": 25.0, "learning_rate": 1e-3, "batch_size": None, "max_steps": -1},
-    "finetune": {"epochs": 4.0, "learning_rate": 1e-3, "batch_size": None, "max_steps": -1},
-}
+PHASE_ARGUMENTS = {"pretrain": PretrainArguments, "finetune": FinetuneArguments}
+"""Each phase's `TrainingArguments` subclass, which holds its defaults (the one place they are written)."""
 
 
 def json_mapping(value: str | dict[str, Any] | None, flag: str) -> dict[str, Any]:
@@ -281,13 +280,16 @@ class ExperimentArguments(RunOptions, LoraOptions, FinetuneOptions, PretrainOpti
                 parse_parts(parts)  # an unknown part name fails here, before any training
 
     def phase_setting(self, training: SharedTrainingArguments, phase: str, setting: str) -> Any:
-        """`setting` ("epochs", "learning_rate", "batch_size", "max_steps") of `phase`: the per-phase flag,
-        else the generic TrainingArguments flag, else our default (batch size None: the task preset's)."""
+        """`setting` ("epochs", "learning_rate", "batch_size", "max_steps") of `phase`: the per-phase flag, else the
+        generic TrainingArguments flag, else the phase's `TrainingArguments` subclass's default (batch size None:
+        the task preset's)."""
         value = getattr(self, f"{phase}_{setting}")
+        generic = next(name for name, suffix in PHASE_SETTINGS.items() if suffix == setting)
         if value is None:
-            generic = next(name for name, suffix in PHASE_SETTINGS.items() if suffix == setting)
             value = getattr(training, generic)
-        return PHASE_DEFAULTS[phase][setting] if value is None else value
+        if value is None and setting != "batch_size":
+            value = PHASE_ARGUMENTS[phase].__dataclass_fields__[generic].default
+        return value
 
 
 def _setting(default: Any, help_text: str) -> Any:
@@ -376,5 +378,5 @@ ARGUMENT_GROUPS = (DataArguments, ModelArguments, PretrainOptions, FinetuneOptio
                    SharedTrainingArguments, RunOptions)
 """`run_spt.py`'s argument groups, in `--help`'s order: the flags, and the names a settings file may use."""
 
-__all__ = ["ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_DEFAULTS", "DataArguments", "ModelArguments", "PretrainOptions",
+__all__ = ["ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_ARGUMENTS", "DataArguments", "ModelArguments", "PretrainOptions",
            "FinetuneOptions", "LoraOptions", "RunOptions", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

@@ -19,7 +19,8 @@ class PretrainArguments(TrainingArguments):
     Changed defaults (so the best-validation checkpoint is what fine-tuning starts from, as in
     Amos et al.): `eval_strategy="epoch"`, `save_strategy="epoch"`, `load_best_model_at_end=True`,
     `metric_for_best_model="eval_loss"`, `save_total_limit=2`, `prediction_loss_only=True`
-    (MLM logits of variable size are never gathered), `learning_rate=1e-3`, `logging_strategy="epoch"`.
+    (MLM logits of variable size are never gathered), `learning_rate=1e-3`, `num_train_epochs=25`,
+    `logging_strategy="epoch"`.
     """
 
     mlm_probability: float = field(
@@ -48,6 +49,7 @@ class PretrainArguments(TrainingArguments):
     save_total_limit: int | None = field(default=2, metadata={"help": "Checkpoints kept (the best is always kept)."})
     prediction_loss_only: bool = field(default=True, metadata={"help": "Evaluation computes the loss only."})
     learning_rate: float = field(default=1e-3, metadata={"help": "AdamW peak learning rate (Amos et al. grid)."})
+    num_train_epochs: float = field(default=25.0, metadata={"help": "Pretraining epochs (changed default)."})
     token_weighting: str = field(
         default="none",
         metadata={"help": "none, or inverse_frequency: weight each token id's loss by 1/its count in the training inputs."},
@@ -65,7 +67,8 @@ class FinetuneArguments(TrainingArguments):
 
     Changed defaults: `eval_strategy="epoch"`, `save_strategy="epoch"`, `logging_strategy="epoch"`,
     `load_best_model_at_end=True` with `metric_for_best_model="accuracy"` (the test score is the
-    best-validation model's, not the last epoch's), `save_total_limit=2`, `learning_rate=1e-3`.
+    best-validation model's, not the last epoch's), `save_total_limit=2`, `learning_rate=1e-3`,
+    `num_train_epochs=4`.
     """
 
     eval_strategy: str = field(default="epoch", metadata={"help": "Evaluate every epoch (changed default)."})
@@ -78,6 +81,7 @@ class FinetuneArguments(TrainingArguments):
     greater_is_better: bool = field(default=True, metadata={"help": "Higher accuracy is better."})
     save_total_limit: int | None = field(default=2, metadata={"help": "Checkpoints kept (the best is always kept)."})
     learning_rate: float = field(default=1e-3, metadata={"help": "AdamW peak learning rate (Amos et al. grid)."})
+    num_train_epochs: float = field(default=4.0, metadata={"help": "Fine-tuning epochs (changed default)."})
     class_weights: list[float] | None = field(
         default=None, metadata={"help": "Per-class loss weights for unbalanced single-label data (None: unweighted)."}
     )
