@@ -36,17 +36,17 @@ NEEDS = {"proximity_every_n_steps": "log_proximity", "hub_model_id": "push_to_hu
 LORA_SETTINGS = ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules")
 
 
-def build_parser() -> HfArgumentParser:
+def build_parser(add_help: bool = True) -> HfArgumentParser:
     """The parser of every group, with the config-file flag shown in `--help`."""
-    parser = HfArgumentParser(ARGUMENT_GROUPS)
+    parser = HfArgumentParser(ARGUMENT_GROUPS, add_help=add_help)
     parser.add_argument(CONFIG_FILE_FLAG, help="YAML or JSON file of settings (the flags' names); flags override it.")
     return parser
 
 
 def given_flags(argv: list[str]) -> dict[str, Any]:
-    """The settings typed on the command line (parsed, defaults left out)."""
-    peek = HfArgumentParser(ARGUMENT_GROUPS, add_help=False)
-    for action in peek._actions:
+    """The settings typed on the command line, `config_file` included (parsed; what is not typed is left out)."""
+    peek = build_parser(add_help=False)
+    for action in peek._actions:  # argparse's set_defaults(SUPPRESS) would type-convert the word SUPPRESS
         action.default, action.required = argparse.SUPPRESS, False
     return vars(peek.parse_known_args(argv)[0])
 
@@ -113,10 +113,8 @@ def parse_arguments(
     argv: list[str],
 ) -> tuple[DataArguments, ModelArguments, ExperimentArguments, SharedTrainingArguments]:
     """Parse `run_spt.py`'s flags over `--config_file` over `--recipe`; see the module docstring."""
-    parser = build_parser()
-    flags = given_flags(argv)
-    config_file = parser.parse_known_args(argv)[0].config_file
-    file_settings = read_config_file(config_file) if config_file else {}
+    parser, flags = build_parser(), given_flags(argv)
+    file_settings = read_config_file(flags["config_file"]) if flags.get("config_file") else {}
     recipe = flags.get("recipe") or file_settings.get("recipe")
     task = flags.get("task") or file_settings.get("task") or DataArguments.task
     recipe_layer = recipe_settings(recipe, task) if recipe else {}
