@@ -378,5 +378,6 @@ ARGUMENT_GROUPS = (DataArguments, ModelArguments, PretrainOptions, FinetuneOptio
                    SharedTrainingArguments, RunOptions)
 """`run_spt.py`'s argument groups, in `--help`'s order: the flags, and the names a settings file may use."""
 
-__all__ = ["ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_ARGUMENTS", "DataArguments", "ModelArguments", "PretrainOptions",
-           "FinetuneOptions", "LoraOptions", "RunOptions", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]
+__all__ = ["ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_ARGUMENTS",
+           "DataArguments", "ModelArguments", "PretrainOptions", "FinetuneOptions", "LoraOptions", "RunOptions",
+           "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

@@ -102,16 +102,10 @@ def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Ta
     return fit_lengths(source, task.preset.max_length, data_args.truncation)
 
 
-def phase_folders(output_dir: Path, mode: str) -> list[Path]:
-    """The folders of the phases `mode` trains, in order: `pretrain/` when it pretrains, then one per arm."""
-    return ([output_dir / PRETRAIN_FOLDER] if MODES[mode].pretrains else []) + [output_dir / arm.name
-                                                                              for arm in MODES[mode].arms]
-
-
-def clear_phase_folders(output_dir: Path, mode: str) -> None:
-    """`--overwrite_output_dir`: delete the folders of the phases `mode` trains (never another phase's)."""
+def clear_phase_folders(folders: list[Path]) -> None:
+    """`--overwrite_output_dir`: delete the folders of the phases this run trains (never another phase's)."""
     if PartialState().is_main_process:
-        for folder in phase_folders(output_dir, mode):
+        for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
     PartialState().wait_for_everyone()
 
@@ -156,7 +150,7 @@ def run_experiment(
     source = prepare_pretrain_task(data_args, task, training.seed) if other_source else task
     phases = plan_run(task, source, config, model_args, exp, training)  # a wrong request fails before any deletion
     if training.overwrite_output_dir:
-        clear_phase_folders(output_dir, exp.mode)
+        clear_phase_folders([phase.folder for phase in phases])
     check_phase_folders((phase.folder, phase.definition) for phase in phases)
     state = PartialState()
     state.wait_for_everyone()  # no rank writes into a folder another rank is judging
@@ -179,4 +173,4 @@ def run_experiment(
 
 
 __all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "plan_run",
-           "phase_folders", "clear_phase_folders", "run_experiment"]
+           "clear_phase_folders", "run_experiment"]

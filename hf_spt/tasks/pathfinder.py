@@ -170,5 +170,5 @@ load_pathx = register_variant("pathx", 128, "LRA Path-X: Pathfinder at 128x128 =
                               "pathfinder128")
 
 
-__all__ = ["LABELS", "half_labels", "relabelled", "read_pathfinder_metadata", "load_released", "pathfinder_preset", "build_pathfinder", "load_pathfinder",
-           "load_pathx"]
+__all__ = ["LABELS", "half_labels", "relabelled", "read_pathfinder_metadata", "load_released", "pathfinder_preset",
+           "build_pathfinder", "load_pathfinder", "load_pathx"]

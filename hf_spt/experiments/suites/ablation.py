@@ -31,14 +31,13 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
-from ...runs.folder import locks_output_dir, read_json, write_json
+from ...runs.folder import PHASE_RESULT_NAME, locks_output_dir, read_json, write_json
 from ...runs.phase_definition import check_phase_folders
 from ..arguments import DataArguments
 from ..model_config import build_config
 from ..phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
 from ..pipeline import prepare_task
 from ..run_plan import spt_step_budget
-from ...runs.folder import PHASE_RESULT_NAME
 from .ablation_report import write_report
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
                    experiment_arguments, model_arguments, parse_grid, pretrain_job)

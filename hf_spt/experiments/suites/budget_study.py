@@ -27,10 +27,9 @@ from typing import Any
 
 from ...analysis.checkpoint_probe import probe_checkpoint
 from ...errors import UserInputError
-from ...runs.folder import read_json, write_json
+from ...runs.folder import PHASE_RESULT_NAME, read_json, write_json
 from ...training.pretrain_trainer import inputs_only
 from ..phase_arguments import masking_rate
-from ...runs.folder import PHASE_RESULT_NAME
 from ..settings_files import read_settings_file
 from .ablation import prepare_unit
 from .ablation_report import mean_std

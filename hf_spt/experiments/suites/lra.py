@@ -30,13 +30,12 @@ from typing import Any
 from accelerate import PartialState
 
 from ...errors import UserInputError
-from ...runs.folder import read_json
+from ...runs.folder import PHASE_RESULT_NAME, read_json
 from ...tasks import task_preset
 from ...tasks.lra_data import LRA_TASKS, find_lra_data
 from ..arguments import ModelArguments
 from ..phases import LOG_HISTORY_NAME
 from ..run_plan import spt_step_budget
-from ...runs.folder import PHASE_RESULT_NAME
 from ..settings_files import recipe_settings
 from .ablation import collect_rows, run_grid
 from .grid import Arm, Cell, Grid, TaskSpec, cells, experiment_arguments, parse_grid, pretrain_job
@@ -194,7 +193,7 @@ def step_counts(grid: Grid) -> dict[str, dict[str, int]]:
 
 
 def gpu_hours(counts: dict[str, dict[str, int]], seeds: int, steps_per_second: dict[str, float]) -> dict[str, float]:
-    """GPU-hours per task, at most: seeds x (scratch + compute-matched + spt steps) / steps per second / 3600."""
+    """GPU-hours per task, at most: seeds x (the steps of every arm of `ARMS`) / steps per second / 3600."""
     return {task: seeds * sum(c[arm["name"]] for arm in ARMS) / steps_per_second[task] / 3600
             for task, c in counts.items() if task in steps_per_second}
 
