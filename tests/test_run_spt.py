@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "run_scripts"))
 
 from run_spt import main, parse_arguments  # noqa: E402
+
+from hf_spt.experiments.arguments import FINETUNE_SETTINGS, PRETRAIN_SETTINGS, ExperimentArguments  # noqa: E402
+from hf_spt.experiments.command_line import build_parser, given_flags  # noqa: E402
 
 TINY = [
     "--task_options", '{"num_train": 96, "num_validation": 32, "num_test": 32, "length": 24}',
@@ -156,17 +160,31 @@ def test_overwrite_output_dir_retrains_finished_phases(tmp_path):
     assert (tmp_path / "scratch" / "model.safetensors").stat().st_mtime_ns != stamp
 
 
-def test_help_groups_the_flags_by_phase(capsys):
+def test_help_groups_the_flags(capsys):
     with pytest.raises(SystemExit):
         parse_arguments(["--help"])
     output = capsys.readouterr().out
     text = output[output.index("\nData:"):]  # the groups, after the usage line
-    groups = ["Data:", "Model:", "Pretraining (SPT) phase:", "Fine-tuning phase:",
-              "Both phases (transformers TrainingArguments):", "Experiment:"]
+    groups = ["Data:", "Model:", "Experiment: the mode, each phase's settings, LoRA:",
+              "Both phases (transformers TrainingArguments):"]
     positions = [text.index(group) for group in groups]
     assert positions == sorted(positions)
-    assert text.index("--pretrain_epochs") < positions[3] < text.index("--finetune_epochs") < positions[4]
-    assert text.index("--gradient_accumulation_steps") > positions[4] and "--config_file" in output
+    assert positions[2] < text.index("--pretrain_epochs") < text.index("--finetune_epochs") < positions[3]
+    assert text.index("--gradient_accumulation_steps") > positions[3] and "--config_file" in output
+
+
+def test_phase_settings_partition_the_experiment_arguments():
+    """Each experiment setting is read by one phase, or by the run as a whole (the unread-flag check relies on it)."""
+    names = [spec.name for spec in fields(ExperimentArguments)]
+    assert not set(PRETRAIN_SETTINGS) & set(FINETUNE_SETTINGS)
+    assert set(PRETRAIN_SETTINGS) | set(FINETUNE_SETTINGS) == set(names) - {"mode", "recipe", "log_proximity",
+                                                                            "proximity_every_n_steps"}
+
+
+def test_given_flags_are_what_was_typed():
+    """Typed values count, even when they equal a default; defaults of what was not typed do not."""
+    flags = given_flags(build_parser(), ["--seed", "0", "--mode=scratch", "--no_remove_unused_columns", "--bf16", "false"])
+    assert flags == {"seed": 0, "mode": "scratch", "remove_unused_columns": False, "bf16": False}
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1,20 +1,18 @@
-"""Command-line arguments of `run_spt.py`, as `HfArgumentParser` dataclasses, one `--help` group each.
+"""Command-line arguments of `run_spt.py`: four `HfArgumentParser` dataclasses, one `--help` group each.
 
 - `DataArguments` ("Data"): the task and its files.
 - `ModelArguments` ("Model"): sizes and architecture (`None` = the task's preset).
-- `PretrainOptions` ("Pretraining (SPT) phase") and `FinetuneOptions` ("Fine-tuning phase"):
-  what differs between the two phases (budgets, masking, parts, class weighting).
-- `SharedTrainingArguments` ("Both phases (transformers TrainingArguments)"): every flag of
-  transformers' `TrainingArguments` (`--bf16`, `--gradient_accumulation_steps`, `--report_to`...),
-  given to both phases, plus `--overwrite_output_dir`.
-- `LoraOptions` ("LoRA fine-tuning (peft)"): `--finetune_method lora` and `peft.LoraConfig`'s settings.
-- `RunOptions` ("Experiment"): which phases run (`--mode`), the recipe, the proximity probe.
+- `ExperimentArguments` ("Experiment"): which phases and arms run (`--mode`), the recipe, what only
+  the pretraining phase reads (`PRETRAIN_SETTINGS`), what only fine-tuning reads (`FINETUNE_SETTINGS`:
+  budgets, parts, class weighting, LoRA), the proximity probe.
+- `SharedTrainingArguments` ("Both phases"): every flag of transformers' `TrainingArguments`
+  (`--bf16`, `--gradient_accumulation_steps`, `--report_to`...), given to both phases, plus
+  `--overwrite_output_dir`.
 
-`ExperimentArguments` joins the two phase groups, the LoRA group and the run group into the object the
-pipeline reads. The generic `--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size`
-and `--max_steps` default to `None` here so that a given value can be told from our defaults: given,
-they set both phases (a per-phase flag wins for its phase); not given, the phase's own `TrainingArguments`
-subclass's defaults hold (`training.arguments`: 25 pretraining epochs, 4 fine-tuning, 1e-3 in both).
+The generic `--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size` and `--max_steps`
+default to `None` here so that a given value can be told from our defaults: given, they set both phases
+(a per-phase flag wins for its phase); not given, the phase's own `TrainingArguments` subclass's defaults
+hold (`training.arguments`: 25 pretraining epochs, 4 fine-tuning, 1e-3 in both).
 """
 
 from __future__ import annotations
@@ -134,11 +132,26 @@ class ModelArguments:
 
 
 @dataclass
-class PretrainOptions:
-    """What only the pretraining (SPT) phase reads. Budgets left `None` fall back to the generic flag, then 25 epochs at 1e-3."""
+class ExperimentArguments:
+    """What the run trains and how each phase differs: the mode (its arms), a recipe, the pretraining
+    phase's settings, the fine-tuning phase's (every arm), LoRA's (`peft.LoraConfig`'s, read only with
+    `--finetune_method lora` or `--mode lora_comparison`) and the attention-proximity probe. Budgets left
+    `None` fall back to the generic flag, then to the phase's `TrainingArguments` subclass's default."""
 
-    _argument_group_name = "Pretraining (SPT) phase"
+    _argument_group_name = "Experiment: the mode, each phase's settings, LoRA"
 
+    mode: str = field(
+        default="compare",
+        metadata={"help": "compare (pretrain then fine-tune, and scratch), spt (pretrain only), finetune (from "
+        "--init_from, default OUTPUT_DIR/pretrain), scratch (fine-tune from random init only), lora_comparison "
+        "(Balestriero & Huang: --model_name_or_path's architecture from scratch vs its weights with LoRA vs with "
+        "full fine-tuning, arms scratch, pretrained_lora, pretrained_full)."},
+    )
+    recipe: str | None = field(
+        default=None, metadata={"help": f"A shipped recipe ({', '.join(RECIPES)}) or a recipe file (.yaml/.json): "
+                                        "defaults under the config file and every flag."}
+    )
+    # the pretraining (SPT) phase (PRETRAIN_SETTINGS)
     pretrain_epochs: float | None = field(
         default=None, metadata={"help": "Pretraining epochs (default: --num_train_epochs if given, else 25)."}
     )
@@ -161,14 +174,7 @@ class PretrainOptions:
     token_weighting: str = field(
         default="none", metadata={"help": "Pretraining loss weights: none, or inverse_frequency (counted on training inputs)."}
     )
-
-
-@dataclass
-class FinetuneOptions:
-    """What only the fine-tuning phase reads (every arm). Budgets left `None` fall back to the generic flag, then 4 epochs at 1e-3."""
-
-    _argument_group_name = "Fine-tuning phase"
-
+    # the fine-tuning phase, every arm (FINETUNE_SETTINGS)
     finetune_epochs: float | None = field(
         default=None, metadata={"help": "Fine-tuning epochs (default: --num_train_epochs if given, else 4)."}
     )
@@ -203,18 +209,7 @@ class FinetuneOptions:
         default=None, metadata={"help": "Parts kept at their initial values while fine-tuning, in every arm, e.g. "
                                 "attention (qk, qkv, attention, mlp, embeddings; comma-separated)."}
     )
-
-
-@dataclass
-class LoraOptions:
-    """How fine-tuning trains: every weight (full), or LoRA adapters through `peft` with the head in full.
-
-    The LoRA settings mirror `peft.LoraConfig`; they are read only with `--finetune_method lora` (every
-    fine-tuning arm of the run) or `--mode lora_comparison` (its pretrained_lora arm).
-    """
-
-    _argument_group_name = "LoRA fine-tuning (peft)"
-
+    # LoRA fine-tuning through peft (FINETUNE_SETTINGS too)
     finetune_method: str = field(
         default="full", metadata={"help": "full (every weight trains) or lora (peft LoRA adapters plus the classifier "
                                  "head; the base weights stay as they were), in every fine-tuning arm. SPT always "
@@ -227,25 +222,6 @@ class LoraOptions:
         default=None, metadata={"help": "Comma-separated module names that get adapters, e.g. q_proj,v_proj "
                                 "(default: peft's per-architecture default; q_proj,v_proj for the SPT encoder)."}
     )
-
-
-@dataclass
-class RunOptions:
-    """Which phases run, a published recipe, and the attention-proximity probe."""
-
-    _argument_group_name = "Experiment"
-
-    mode: str = field(
-        default="compare",
-        metadata={"help": "compare (pretrain then fine-tune, and scratch), spt (pretrain only), finetune (from "
-        "--init_from, default OUTPUT_DIR/pretrain), scratch (fine-tune from random init only), lora_comparison "
-        "(Balestriero & Huang: --model_name_or_path's architecture from scratch vs its weights with LoRA vs with "
-        "full fine-tuning, arms scratch, pretrained_lora, pretrained_full)."},
-    )
-    recipe: str | None = field(
-        default=None, metadata={"help": f"A shipped recipe ({', '.join(RECIPES)}) or a recipe file (.yaml/.json): "
-                                        "defaults under the config file and every flag."}
-    )
     log_proximity: bool = field(
         default=False,
         metadata={"help": "Log attention proximity scores per layer and head of a fixed validation probe batch "
@@ -254,11 +230,6 @@ class RunOptions:
     proximity_every_n_steps: int | None = field(
         default=None, metadata={"help": "With --log_proximity: log every N steps instead of at each evaluation."}
     )
-
-
-@dataclass
-class ExperimentArguments(RunOptions, LoraOptions, FinetuneOptions, PretrainOptions):
-    """The phase groups and the run group in one object: what the pipeline reads besides the shared Trainer flags."""
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -290,6 +261,16 @@ class ExperimentArguments(RunOptions, LoraOptions, FinetuneOptions, PretrainOpti
         if value is None and setting != "batch_size":
             value = PHASE_ARGUMENTS[phase].__dataclass_fields__[generic].default
         return value
+
+
+PRETRAIN_SETTINGS = ("pretrain_epochs", "pretrain_learning_rate", "pretrain_batch_size", "pretrain_max_steps",
+                     "pretrain_objective", "mlm_probability", "mask_replace_prob", "random_replace_prob",
+                     "token_weighting")
+"""The `ExperimentArguments` only the pretraining phase reads."""
+FINETUNE_SETTINGS = ("finetune_epochs", "finetune_learning_rate", "finetune_batch_size", "finetune_max_steps",
+                     "early_stopping_patience", "class_weighting", "init_from", "init_parts", "freeze_parts",
+                     "finetune_method", "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules")
+"""The `ExperimentArguments` only fine-tuning reads (every arm)."""
 
 
 def _setting(default: Any, help_text: str) -> Any:
@@ -374,10 +355,9 @@ def _default(spec) -> Any:
 
 CUSTOM_DATA_FIELDS = ("train_file", "validation_file", "test_file", "text_column", "text_pair_column", "label_column")
 """The `DataArguments` only `--task custom` reads."""
-ARGUMENT_GROUPS = (DataArguments, ModelArguments, PretrainOptions, FinetuneOptions, LoraOptions,
-                   SharedTrainingArguments, RunOptions)
+ARGUMENT_GROUPS = (DataArguments, ModelArguments, ExperimentArguments, SharedTrainingArguments)
 """`run_spt.py`'s argument groups, in `--help`'s order: the flags, and the names a settings file may use."""
 
 __all__ = ["ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_ARGUMENTS",
-           "DataArguments", "ModelArguments", "PretrainOptions", "FinetuneOptions", "LoraOptions", "RunOptions",
-           "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]
+           "PRETRAIN_SETTINGS", "FINETUNE_SETTINGS", "DataArguments", "ModelArguments", "ExperimentArguments",
+           "SharedTrainingArguments", "json_mapping"]

@@ -18,14 +18,14 @@ explicit `--max_steps 100` is not undone by a recipe's `pretrain_max_steps`. A v
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, fields
+from dataclasses import fields
 from typing import Any
 
 from transformers import HfArgumentParser
 
 from ..errors import UserInputError
-from .arguments import (ARGUMENT_GROUPS, CUSTOM_DATA_FIELDS, PHASE_SETTINGS, PHASES, DataArguments, ExperimentArguments,
-                        FinetuneOptions, LoraOptions, ModelArguments, PretrainOptions, SharedTrainingArguments)
+from .arguments import (ARGUMENT_GROUPS, CUSTOM_DATA_FIELDS, FINETUNE_SETTINGS, PHASE_SETTINGS, PHASES, PRETRAIN_SETTINGS,
+                        DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments)
 from .modes import MODES, uses_lora
 from .settings_files import read_config_file, recipe_settings
 
@@ -43,12 +43,15 @@ def build_parser(add_help: bool = True) -> HfArgumentParser:
     return parser
 
 
-def given_flags(argv: list[str]) -> dict[str, Any]:
-    """The settings typed on the command line, `config_file` included (parsed; what is not typed is left out)."""
-    peek = build_parser(add_help=False)
-    for action in peek._actions:  # argparse's set_defaults(SUPPRESS) would type-convert the word SUPPRESS
-        action.default, action.required = argparse.SUPPRESS, False
-    return vars(peek.parse_known_args(argv)[0])
+_NOT_TYPED = object()
+
+
+def given_flags(parser: HfArgumentParser, argv: list[str]) -> dict[str, Any]:
+    """The settings typed on the command line, `config_file` included (parsed; what is not typed is left out).
+    Every setting starts as a marker in the namespace, so argparse leaves out the defaults of what is not typed."""
+    names = [spec.name for group in ARGUMENT_GROUPS for spec in fields(group) if spec.init] + ["config_file"]
+    typed = parser.parse_known_args(argv, namespace=argparse.Namespace(**dict.fromkeys(names, _NOT_TYPED)))[0]
+    return {name: value for name, value in vars(typed).items() if value is not _NOT_TYPED}
 
 
 def layered(layers: list[dict[str, Any]]) -> dict[str, Any]:
@@ -71,10 +74,10 @@ def check_all_read(
     phases = ("pretrain",) * mode.pretrains + ("finetune",) * bool(mode.arms)  # the phases it trains, in order
     unread = {}
     if not mode.pretrains:
-        for name in given & {*(f.name for f in fields(PretrainOptions)), *PRETRAIN_DATA_FIELDS}:
+        for name in given & {*PRETRAIN_SETTINGS, *PRETRAIN_DATA_FIELDS}:
             unread[name] = f"only the pretraining phase reads it, and --mode {exp.mode} does not pretrain"
     if not mode.arms:
-        for name in given & {f.name for group in (FinetuneOptions, LoraOptions) for f in fields(group)}:
+        for name in given & set(FINETUNE_SETTINGS):
             unread[name] = f"only fine-tuning reads it, and --mode {exp.mode} does not fine-tune"
     elif not any(arm.pretrain for arm in mode.arms):
         for name in given & {"init_from", "init_parts"}:
@@ -113,7 +116,8 @@ def parse_arguments(
     argv: list[str],
 ) -> tuple[DataArguments, ModelArguments, ExperimentArguments, SharedTrainingArguments]:
     """Parse `run_spt.py`'s flags over `--config_file` over `--recipe`; see the module docstring."""
-    parser, flags = build_parser(), given_flags(argv)
+    parser = build_parser()
+    flags = given_flags(parser, argv)
     file_settings = read_config_file(flags["config_file"]) if flags.get("config_file") else {}
     recipe = flags.get("recipe") or file_settings.get("recipe")
     task = flags.get("task") or file_settings.get("task") or DataArguments.task
@@ -122,9 +126,7 @@ def parse_arguments(
     for generic, suffix in PHASE_SETTINGS.items():  # a flag's generic budget beats the lower layers' per-phase values
         if generic in flags:
             parser.set_defaults(**{f"{phase}_{suffix}": None for phase in PHASES})
-    data, model, pretrain, finetune, lora, training, run, _ = parser.parse_args_into_dataclasses(
-        args=argv, look_for_args_file=False)
-    experiment = ExperimentArguments(**asdict(run), **asdict(lora), **asdict(finetune), **asdict(pretrain))
+    data, model, experiment, training, _ = parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)
     check_all_read(set(flags) | set(file_settings), data, experiment, training)
     return data, model, experiment, training
 

@@ -1,7 +1,7 @@
 """LoRA fine-tuning arms of the pipeline: adapters through `peft`, a loadable base next to them.
 
 `--finetune_method lora` fine-tunes every arm of a run with LoRA adapters (`training.lora.apply_lora`:
-the settings of `LoraOptions`, the classifier head trained in full, every other weight frozen).
+the LoRA settings of `ExperimentArguments`, the classifier head trained in full, every other weight frozen).
 The arm's folder then holds what `peft` saves (`adapter_model.safetensors`, `adapter_config.json`:
 adapters plus the trained head) and a `base/` folder: the classifier the adapters were trained on,
 as it was before training (starting weights and a fresh head). `base/` is needed because no other
