@@ -145,3 +145,27 @@ def test_combine_writes_one_report_over_studies_and_refuses_a_configuration_from
         run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=str(tmp_path), output_dir=str(out)))
     with pytest.raises(UserInputError, match="--output_dir"):
         run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=str(first)))
+
+
+def test_checkpoints_of_two_depths_are_reported_apart():
+    """A 1-layer and a 2-layer SPT checkpoint at one budget keep their own losses and per-layer ratios."""
+    probes = [{"config": "c", "seed": 0, "pretrain_epochs": 4.0, "num_layers": depth, "pretrain_tokens": 1000,
+               "mlm_loss": loss, "unigram_loss": 0.2, "near_ratio_by_layer": ratios}
+              for depth, loss, ratios in ((2, 0.1, [1.5, 2.5]), (1, 0.3, [0.5]))]
+    summary = {"c": {"scratch": None, "controls": {}, "budgets": [
+        {"budget_tokens": 1000, "pretrain_epochs": 4.0, "spt": {"mean": 0.6, "std": 0.0, "n": 1},
+         "gain_vs_scratch": None, "gain_vs_compute_matched": None}]}}
+    markdown = study_markdown(summary, probes)
+    assert "2 layers: 0.100 / 0.200; 1 layer: 0.300 / 0.200" in markdown
+    assert "2 layers: 1.50, 2.50; 1 layer: 0.50" in markdown
+
+
+def test_a_study_without_spt_budget_writes_its_table_without_the_figure(tmp_path):
+    """Scratch-only arms (e.g. a model-selection check) have no gain to plot against tokens: table, no figure."""
+    from hf_spt.experiments.suites.budget_report import write_study_report
+    rows = [{"task": "pathfinder", "config": "c", "arm": "scratch", "arm_name": "scratch", "seed": 0,
+             "test_accuracy": 0.55, "eval_accuracy": 0.5, "pretrain_epochs": None, "pretrain_tokens": 0,
+             "budget_tokens": 0, "num_layers": 1}]
+    write_study_report(rows, [], summarize_study(rows), tmp_path)
+    assert "| scratch | 55.0 ± 0.0 (1) |" in (tmp_path / "budget_study.md").read_text()
+    assert not (tmp_path / "budget_study.png").exists()

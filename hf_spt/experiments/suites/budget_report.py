@@ -33,18 +33,29 @@ def _points(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:+.1f}"
 
 
-def _checkpoint_means(checkpoints: list[dict[str, Any]], config: str) -> dict[int, dict[str, Any]]:
-    """{pretrain tokens: seed means of MLM loss, unigram loss and each layer's proximity ratio} of a config."""
-    by_tokens: dict[int, list[dict[str, Any]]] = {}
+def _checkpoint_means(checkpoints: list[dict[str, Any]], config: str) -> dict[int, dict[int, dict[str, Any]]]:
+    """{depth: {pretrain tokens: seed means of MLM loss, unigram loss and each layer's proximity ratio}} of a config;
+    checkpoints of different depths are never averaged together."""
+    groups: dict[int, dict[int, list[dict[str, Any]]]] = {}
     for row in checkpoints:
         if row["config"] == config:
-            by_tokens.setdefault(row["pretrain_tokens"], []).append(row)
-    return {tokens: {"mlm_loss": statistics.fmean(r["mlm_loss"] for r in runs),
-                     "unigram_loss": statistics.fmean(r["unigram_loss"] for r in runs),
-                     "near_ratio_by_layer": [statistics.fmean(layers) for layers in
-                                             zip(*(r["near_ratio_by_layer"] for r in runs))],
-                     "n": len(runs)}
-            for tokens, runs in sorted(by_tokens.items())}
+            groups.setdefault(row["num_layers"], {}).setdefault(row["pretrain_tokens"], []).append(row)
+    return {depth: {tokens: {"mlm_loss": statistics.fmean(r["mlm_loss"] for r in runs),
+                             "unigram_loss": statistics.fmean(r["unigram_loss"] for r in runs),
+                             "near_ratio_by_layer": [statistics.fmean(layers) for layers in
+                                                     zip(*(r["near_ratio_by_layer"] for r in runs))],
+                             "n": len(runs)}
+                    for tokens, runs in sorted(by_tokens.items())}
+            for depth, by_tokens in sorted(groups.items(), reverse=True)}
+
+
+def _by_depth(probes: dict[int, dict[int, dict[str, Any]]], tokens: int, text) -> str:
+    """`text(probe)` of each depth's checkpoint at `tokens`, prefixed by the depth when the config has several."""
+    found = [(depth, by_tokens[tokens]) for depth, by_tokens in probes.items() if tokens in by_tokens]
+    if not found:
+        return "n/a"
+    return "; ".join(text(probe) if len(probes) == 1 else f"{depth} layer{'s' * (depth > 1)}: {text(probe)}"
+                     for depth, probe in found)
 
 
 def _other_budget_arms(entry: dict[str, Any]) -> list[str]:
@@ -67,9 +78,9 @@ def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[st
                   "compute-matched | MLM loss / unigram | near-2 ratio by layer |" + "".join(f" {a} |" for a in extra),
                   "|---|---|---|---|---|---|---|---|" + "---|" * len(extra)]
         for budget in entry["budgets"]:
-            probe = probes.get(budget["budget_tokens"])
-            losses = f"{probe['mlm_loss']:.3f} / {probe['unigram_loss']:.3f}" if probe else "n/a"
-            ratios = ", ".join(f"{r:.2f}" for r in probe["near_ratio_by_layer"]) if probe else "n/a"
+            tokens = budget["budget_tokens"]
+            losses = _by_depth(probes, tokens, lambda probe: f"{probe['mlm_loss']:.3f} / {probe['unigram_loss']:.3f}")
+            ratios = _by_depth(probes, tokens, lambda probe: ", ".join(f"{r:.2f}" for r in probe["near_ratio_by_layer"]))
             lines.append(f"| {budget['pretrain_epochs']:g} | {budget['budget_tokens']:.2e} | {_pct(budget.get('spt'))} | "
                          f"{_pct(budget.get('scratch_compute_matched'))} | {_points(budget['gain_vs_scratch'])} | "
                          f"{_points(budget['gain_vs_compute_matched'])} | {losses} | {ratios} |"
@@ -81,8 +92,8 @@ def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[st
 
 
 def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]], path: Path) -> None:
-    """`budget_study.png`: four panels per configuration (module docstring)."""
-    configs = list(summary)
+    """`budget_study.png`: four panels per configuration with an SPT budget (module docstring)."""
+    configs = [config for config, entry in summary.items() if entry["budgets"]]
     with saved_figure(path, nrows=len(configs), ncols=4, figsize=(18, 3.8 * len(configs)), squeeze=False) as (_, axes):
         for row, config in zip(axes, configs):
             entry, probes = summary[config], _checkpoint_means(checkpoints, config)
@@ -108,13 +119,13 @@ def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, A
             gain.axhline(0, color="black", linewidth=0.8)
             gain.set(xscale="log", xlabel="pretraining tokens", ylabel="gain (points)", title="SPT's gain")
             gain.legend(fontsize=7)
-            if probes:
-                xs = list(probes)
-                loss.plot(xs, [p["mlm_loss"] for p in probes.values()], "o-", label="MLM loss")
-                loss.plot(xs, [p["unigram_loss"] for p in probes.values()], "k--", label="unigram loss")
-                for layer, values in enumerate(zip(*(p["near_ratio_by_layer"] for p in probes.values()))):
-                    proximity.plot(xs, values, "o-", label=f"layer {layer}")
-                proximity.axhline(1, color="black", linewidth=0.8)
+            for depth, by_tokens in probes.items():
+                xs, label = list(by_tokens), "" if len(probes) == 1 else f", {depth} layer{'s' * (depth > 1)}"
+                loss.plot(xs, [p["mlm_loss"] for p in by_tokens.values()], "o-", label=f"MLM loss{label}")
+                loss.plot(xs, [p["unigram_loss"] for p in by_tokens.values()], "k--", label=f"unigram loss{label}")
+                for layer, values in enumerate(zip(*(p["near_ratio_by_layer"] for p in by_tokens.values()))):
+                    proximity.plot(xs, values, "o-", label=f"layer {layer}{label}")
+            proximity.axhline(1, color="black", linewidth=0.8)
             loss.set(xscale="log", xlabel="pretraining tokens", ylabel="masked-token loss", title="SPT checkpoint")
             loss.legend(fontsize=7)
             proximity.set(xscale="log", xlabel="pretraining tokens", ylabel="near-2 attention ratio",
@@ -128,7 +139,7 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
     write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints))
-    if summary:
+    if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME)
 
 
