@@ -1,6 +1,8 @@
 """run_spt.py's modes are data (`modes.MODES`): the table alone decides the phases a run plans, trains,
 announces and lists, and the settings it reads; an unknown mode fails naming every mode of the table."""
 
+from dataclasses import fields
+
 import pytest
 from tiny_backbone_runs import tiny_arguments
 
@@ -61,3 +63,9 @@ def test_a_new_mode_is_one_entry_in_the_table(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "pretrain").exists() and not (tmp_path / "spt").exists()
     planned = [line.split(":")[0].strip() for line in capsys.readouterr().out.splitlines() if "training rows" in line]
     assert planned == ["scratch", "pretrained_full"]
+
+
+def test_every_mode_says_what_it_does_in_help():
+    """--mode's help is written from MODES, so a new mode is one entry there."""
+    help_text = next(f.metadata["help"] for f in fields(ExperimentArguments) if f.name == "mode")
+    assert all(mode.help and f"{name} ({mode.help})" in help_text for name, mode in MODES.items())

@@ -142,10 +142,7 @@ class ExperimentArguments:
 
     mode: str = field(
         default="compare",
-        metadata={"help": "compare (pretrain then fine-tune, and scratch), spt (pretrain only), finetune (from "
-        "--init_from, default OUTPUT_DIR/pretrain), scratch (fine-tune from random init only), lora_comparison "
-        "(Balestriero & Huang: --model_name_or_path's architecture from scratch vs its weights with LoRA vs with "
-        "full fine-tuning, arms scratch, pretrained_lora, pretrained_full)."},
+        metadata={"help": ", ".join(f"{name} ({mode.help})" for name, mode in MODES.items()) + "."},
     )
     recipe: str | None = field(
         default=None, metadata={"help": f"A shipped recipe ({', '.join(RECIPES)}) or a recipe file (.yaml/.json): "

@@ -1,6 +1,7 @@
 """`run_spt.py`'s `--mode`s as data: whether a mode trains the pretraining phase, and its arms (`arms.Arm`, the arms
 grid files are made of). `pipeline.plan_run` builds a run from here, and the command line reads here which
-settings a mode leaves unread. A new mode is one entry in `MODES`; a new arm of a mode, one `Arm` in its tuple.
+settings a mode leaves unread and `--help` what each does. A new mode is one entry in `MODES`; a new arm of a
+mode, one `Arm` in its tuple.
 """
 
 from __future__ import annotations
@@ -20,19 +21,22 @@ class Mode:
 
     pretrains: bool
     arms: tuple[Arm, ...] = ()
+    help: str = ""  # what `--help` says of it
 
 
 SPT = Arm("spt", pretrain=True)
 SCRATCH = Arm("scratch")
 MODES: dict[str, Mode] = {
-    "compare": Mode(pretrains=True, arms=(SPT, SCRATCH)),
-    "spt": Mode(pretrains=True),
-    "finetune": Mode(pretrains=False, arms=(SPT,)),
-    "scratch": Mode(pretrains=False, arms=(SCRATCH,)),
-    # Balestriero & Huang: the architecture from scratch vs its pretrained weights with LoRA, and in full
+    "compare": Mode(pretrains=True, arms=(SPT, SCRATCH), help="pretrain then fine-tune, and scratch"),
+    "spt": Mode(pretrains=True, help="pretrain only"),
+    "finetune": Mode(pretrains=False, arms=(SPT,), help="from --init_from, default OUTPUT_DIR/pretrain"),
+    "scratch": Mode(pretrains=False, arms=(SCRATCH,), help="fine-tune from random init only"),
     "lora_comparison": Mode(pretrains=False, arms=(Arm("scratch", start="random", method="full"),
                                                    Arm("pretrained_lora", method="lora"),
-                                                   Arm("pretrained_full", method="full"))),
+                                                   Arm("pretrained_full", method="full")),
+                            help="Balestriero & Huang: --model_name_or_path's architecture from scratch vs its "
+                                 "weights with LoRA vs with full fine-tuning, arms scratch, pretrained_lora, "
+                                 "pretrained_full"),
 }
 
 
