@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "run_scripts"))
 from run_spt import main, parse_arguments  # noqa: E402
 
 from hf_spt.experiments.arguments import FINETUNE_SETTINGS, PRETRAIN_SETTINGS, ExperimentArguments  # noqa: E402
+from hf_spt.errors import UserInputError  # noqa: E402
 from hf_spt.experiments.command_line import build_parser, given_flags  # noqa: E402
 
 TINY = [
@@ -142,6 +143,21 @@ def test_training_arguments_flags_reach_both_phases_and_per_phase_flags_win(tmp_
     assert (pretrain.learning_rate, pretrain.num_train_epochs, finetune.num_train_epochs) == (1e-3, 25, 4)
     assert (pretrain.per_device_train_batch_size, pretrain.optim, pretrain.warmup_steps) == (32, "adamw_torch", 0.1)
     assert pretrain.save_total_limit == 2 and finetune.metric_for_best_model == "accuracy"
+
+
+def test_the_best_model_metric_is_fine_tunings_and_pretraining_keeps_its_loss(tmp_path):
+    """`--metric_for_best_model macro_f1` picks fine-tuning's checkpoint; pretraining, which reports no classification
+    metric, keeps its lowest eval_loss (before: it failed after its first evaluation, an epoch lost)."""
+    pretrain, finetune = phase_arguments_of(TINY + PRETRAIN + ["--metric_for_best_model", "macro_f1"], tmp_path)
+    assert (pretrain.metric_for_best_model, pretrain.greater_is_better) == ("eval_loss", False)
+    assert (finetune.metric_for_best_model, finetune.greater_is_better) == ("macro_f1", True)
+    results = run(TINY + ["--pretrain_epochs", "1", "--output_dir", str(tmp_path / "run"), "--metric_for_best_model",
+                          "macro_f1", "--early_stopping_patience", "1"])
+    assert {arm["arm"] for arm in results["arms"]} == {"spt", "scratch"}
+    with pytest.raises(UserInputError, match="--metric_for_best_model: only fine-tuning reads it"):
+        parse_arguments(["--mode", "spt", "--metric_for_best_model", "macro_f1"])
+    with pytest.raises(UserInputError, match="must be one of accuracy, macro_f1, loss"):
+        run(TINY + ["--mode", "scratch", "--metric_for_best_model", "f1", "--output_dir", str(tmp_path / "bad")])
 
 
 def test_max_steps_bounds_both_phases(tmp_path):

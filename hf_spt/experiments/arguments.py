@@ -310,8 +310,10 @@ class SharedTrainingArguments(TrainingArguments):
     save_strategy: str | None = _setting(None, "Default: each phase's own (epoch).")
     logging_strategy: str | None = _setting(None, "Default: each phase's own (epoch).")
     load_best_model_at_end: bool | None = _setting(None, "Default: each phase's own (true: the best-validation checkpoint).")
-    metric_for_best_model: str | None = _setting(None, "Default: each phase's own (eval_loss, accuracy).")
-    greater_is_better: bool | None = _setting(None, "Default: each phase's own.")
+    metric_for_best_model: str | None = _setting(
+        None, "Fine-tuning only: the validation metric that picks the kept checkpoint and drives early stopping, one of "
+        "accuracy, macro_f1, loss (default: accuracy). Pretraining always keeps its lowest eval_loss.")
+    greater_is_better: bool | None = _setting(None, "Fine-tuning only; default: from --metric_for_best_model.")
     save_total_limit: int | None = _setting(None, "Checkpoints kept per phase (default: each phase's own, 2).")
     prediction_loss_only: bool | None = _setting(None, "Default: each phase's own (true when pretraining).")
     train_sampling_strategy: str | None = field(default=None, metadata={
@@ -334,16 +336,21 @@ class SharedTrainingArguments(TrainingArguments):
         """The fields set away from this class's defaults (what results.json records)."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.init and getattr(self, f.name) != _default(f)}
 
-    def phase_kwargs(self) -> dict[str, Any]:
-        """`TrainingArguments` keyword arguments of every phase: all fields but our own, and but the `None`
-        ones this class declares, which stand for each phase's own default."""
+    def phase_kwargs(self, phase: str) -> dict[str, Any]:
+        """`TrainingArguments` keyword arguments of `phase`: all fields but our own, but the `None` ones this class
+        declares, which stand for each phase's own default, and for pretraining but `FINETUNE_TRAINING_SETTINGS`."""
         phase_own = {name for name in SharedTrainingArguments.__annotations__
                      if SharedTrainingArguments.__dataclass_fields__[name].default is None}
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.init and f.name not in OUR_TRAINING_FIELDS
+        skipped = OUR_TRAINING_FIELDS + (FINETUNE_TRAINING_SETTINGS if phase == "pretrain" else ())
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.init and f.name not in skipped
                 and not (f.name in phase_own and getattr(self, f.name) is None)}
 
 
 OUR_TRAINING_FIELDS = ("overwrite_output_dir",)  # flags of SharedTrainingArguments that transformers lacks
+FINETUNE_TRAINING_SETTINGS = ("metric_for_best_model", "greater_is_better")
+"""`TrainingArguments` flags only fine-tuning reads: pretraining reports no classification metric."""
+BEST_MODEL_METRICS = ("accuracy", "macro_f1", "loss")
+"""What `--metric_for_best_model` may name: the fine-tuning metrics of every classification task, bare or eval_."""
 
 
 def _default(spec) -> Any:
@@ -356,5 +363,5 @@ ARGUMENT_GROUPS = (DataArguments, ModelArguments, ExperimentArguments, SharedTra
 """`run_spt.py`'s argument groups, in `--help`'s order: the flags, and the names a settings file may use."""
 
 __all__ = ["ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_ARGUMENTS",
-           "PRETRAIN_SETTINGS", "FINETUNE_SETTINGS", "DataArguments", "ModelArguments", "ExperimentArguments",
+           "PRETRAIN_SETTINGS", "FINETUNE_SETTINGS", "FINETUNE_TRAINING_SETTINGS", "BEST_MODEL_METRICS", "DataArguments", "ModelArguments", "ExperimentArguments",
            "SharedTrainingArguments", "json_mapping"]

@@ -24,8 +24,9 @@ from typing import Any
 from transformers import HfArgumentParser
 
 from ..errors import UserInputError
-from .arguments import (ARGUMENT_GROUPS, CUSTOM_DATA_FIELDS, FINETUNE_SETTINGS, PHASE_SETTINGS, PHASES, PRETRAIN_SETTINGS,
-                        DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments)
+from .arguments import (ARGUMENT_GROUPS, CUSTOM_DATA_FIELDS, FINETUNE_SETTINGS, FINETUNE_TRAINING_SETTINGS, PHASE_SETTINGS,
+                        PHASES, PRETRAIN_SETTINGS, DataArguments, ExperimentArguments, ModelArguments,
+                        SharedTrainingArguments)
 from .modes import MODES, uses_lora
 from .settings_files import read_config_file, recipe_settings
 
@@ -77,7 +78,7 @@ def check_all_read(
         for name in given & {*PRETRAIN_SETTINGS, *PRETRAIN_DATA_FIELDS}:
             unread[name] = f"only the pretraining phase reads it, and --mode {exp.mode} does not pretrain"
     if not mode.arms:
-        for name in given & set(FINETUNE_SETTINGS):
+        for name in given & {*FINETUNE_SETTINGS, *FINETUNE_TRAINING_SETTINGS}:
             unread[name] = f"only fine-tuning reads it, and --mode {exp.mode} does not fine-tune"
     elif not any(arm.pretrain for arm in mode.arms):
         for name in given & {"init_from", "init_parts"}:

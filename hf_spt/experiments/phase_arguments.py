@@ -44,7 +44,7 @@ def trainer_kwargs(
     eval_batch = batch if training.per_device_eval_batch_size is None else training.per_device_eval_batch_size
     pin_memory = training.dataloader_pin_memory
     return {
-        **training.phase_kwargs(),
+        **training.phase_kwargs(phase),
         "output_dir": str(folder),
         "num_train_epochs": epochs if epochs is not None else exp.phase_setting(training, phase, "epochs"),
         "learning_rate": exp.phase_setting(training, phase, "learning_rate"),

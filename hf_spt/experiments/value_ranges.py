@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import UserInputError
-from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from .arguments import BEST_MODEL_METRICS, DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 
 # flag -> (test, the valid range in words)
 POSITIVE_INT = (lambda v: v >= 1, "a whole number >= 1")
@@ -48,6 +48,10 @@ def check_value_ranges(
     if exp.mask_replace_prob + exp.random_replace_prob > 1:
         wrong.append(f"--mask_replace_prob {exp.mask_replace_prob} plus --random_replace_prob "
                      f"{exp.random_replace_prob}: must add up to at most 1")
+    metric = training.metric_for_best_model
+    if metric is not None and metric.removeprefix("eval_") not in BEST_MODEL_METRICS:
+        wrong.append(f"--metric_for_best_model {metric!r}: must be one of {', '.join(BEST_MODEL_METRICS)} (the "
+                     "fine-tuning phase's validation metrics)")
     if wrong:
         raise UserInputError("Values outside their valid range (None/unset means the preset):\n  " + "\n  ".join(
             sorted(set(wrong))))
