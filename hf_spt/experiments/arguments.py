@@ -25,6 +25,7 @@ from transformers import TrainingArguments
 
 from ..errors import UserInputError
 from ..training.arguments import FinetuneArguments, PretrainArguments
+from ..training.metrics import SHIPPED_METRICS
 from ..training.parts import parse_parts
 from .arms import FINETUNE_METHODS
 from .modes import MODES, uses_lora
@@ -270,6 +271,10 @@ FINETUNE_SETTINGS = ("finetune_epochs", "finetune_learning_rate", "finetune_batc
 """The `ExperimentArguments` only fine-tuning reads (every arm)."""
 
 
+BEST_MODEL_METRICS = (*SHIPPED_METRICS, "loss")
+"""What `--metric_for_best_model` may name: the fine-tuning metrics of every classification task, bare or eval_."""
+
+
 def _setting(default: Any, help_text: str) -> Any:
     """A field with its `--help` text."""
     return field(default=default, metadata={"help": help_text})
@@ -312,7 +317,7 @@ class SharedTrainingArguments(TrainingArguments):
     load_best_model_at_end: bool | None = _setting(None, "Default: each phase's own (true: the best-validation checkpoint).")
     metric_for_best_model: str | None = _setting(
         None, "Fine-tuning only: the validation metric that picks the kept checkpoint and drives early stopping, one of "
-        "accuracy, macro_f1, loss (default: accuracy). Pretraining always keeps its lowest eval_loss.")
+        f"{', '.join(BEST_MODEL_METRICS)} (default: accuracy). Pretraining always keeps its lowest eval_loss.")
     greater_is_better: bool | None = _setting(None, "Fine-tuning only; default: from --metric_for_best_model.")
     save_total_limit: int | None = _setting(None, "Checkpoints kept per phase (default: each phase's own, 2).")
     prediction_loss_only: bool | None = _setting(None, "Default: each phase's own (true when pretraining).")
@@ -349,8 +354,6 @@ class SharedTrainingArguments(TrainingArguments):
 OUR_TRAINING_FIELDS = ("overwrite_output_dir",)  # flags of SharedTrainingArguments that transformers lacks
 FINETUNE_TRAINING_SETTINGS = ("metric_for_best_model", "greater_is_better")
 """`TrainingArguments` flags only fine-tuning reads: pretraining reports no classification metric."""
-BEST_MODEL_METRICS = ("accuracy", "macro_f1", "loss")
-"""What `--metric_for_best_model` may name: the fine-tuning metrics of every classification task, bare or eval_."""
 
 
 def _default(spec) -> Any:
@@ -363,5 +366,5 @@ ARGUMENT_GROUPS = (DataArguments, ModelArguments, ExperimentArguments, SharedTra
 """`run_spt.py`'s argument groups, in `--help`'s order: the flags, and the names a settings file may use."""
 
 __all__ = ["ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_ARGUMENTS",
-           "PRETRAIN_SETTINGS", "FINETUNE_SETTINGS", "FINETUNE_TRAINING_SETTINGS", "BEST_MODEL_METRICS", "DataArguments", "ModelArguments", "ExperimentArguments",
-           "SharedTrainingArguments", "json_mapping"]
+           "PRETRAIN_SETTINGS", "FINETUNE_SETTINGS", "FINETUNE_TRAINING_SETTINGS", "BEST_MODEL_METRICS",
+           "DataArguments", "ModelArguments", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

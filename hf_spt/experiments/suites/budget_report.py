@@ -10,6 +10,7 @@ and turned attention local, next to whether accuracy followed. Token axes are lo
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,8 @@ def _checkpoint_means(checkpoints: list[dict[str, Any]], config: str) -> dict[in
             for depth, by_tokens in sorted(groups.items(), reverse=True)}
 
 
-def _by_depth(probes: dict[int, dict[int, dict[str, Any]]], tokens: int, text) -> str:
+def _by_depth(probes: dict[int, dict[int, dict[str, Any]]], tokens: int,
+              text: Callable[[dict[str, Any]], str]) -> str:
     """`text(probe)` of each depth's checkpoint at `tokens`, prefixed by the depth when the config has several."""
     found = [(depth, by_tokens[tokens]) for depth, by_tokens in probes.items() if tokens in by_tokens]
     if not found:
