@@ -15,8 +15,10 @@ Usage:
     python run_scripts/run_budget_study.py --combine runs/budget_pathfinder,runs/budget_pathfinder_cl2 --output_dir docs/lra
 
 Re-running the same command skips finished units and resumes an interrupted one, so more seeds can be
-added later (`--seeds 0,1,2`) without re-training seed 0. Writes OUTPUT_DIR/budget_study.{json,md,png}
-and budget_study_checkpoints.json (plus the grid's results.{csv,md,png}). See docs/lra.md.
+added later (`--seeds 0,1,2`) without re-training seed 0. Writes OUTPUT_DIR/budget_study.{json,md,png},
+budget_study_checkpoints.json, the accuracy-against-compute report budget_study_compute.{json,md} with one
+budget_study_compute_<config>.png per configuration (run_compute_curves.py), and the grid's results.{csv,md,png}.
+See docs/lra.md.
 """
 
 from __future__ import annotations
@@ -33,7 +35,10 @@ from hf_spt.experiments.suites.ablation import run_grid
 from hf_spt.experiments.suites.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
 from hf_spt.experiments.suites.budget_study import checkpoint_rows, study_grid, study_names, study_rows, summarize_study
 from hf_spt.experiments.cli import run_cli
+from hf_spt.experiments.suites.compute_report import combined_curves, grid_compute_curves, write_compute_report
 from hf_spt.experiments.suites.grid import cells, pretrain_job
+
+COMPUTE_PREFIX = "budget_study"  # budget_study_compute.{json,md} and budget_study_compute_<config>.png
 
 
 @dataclass
@@ -60,6 +65,13 @@ def main(args: BudgetStudyArguments) -> None:
             raise UserInputError("--combine writes the combined report into --output_dir: give one.")
         rows, checkpoints = combined_reports(args.combine.split(","))
         write_study_report(rows, checkpoints, summarize_study(rows), Path(args.output_dir))
+        compute = [Path(folder) / f"{COMPUTE_PREFIX}_compute.json" for folder in args.combine.split(",")]
+        for missing in (path for path in compute if not path.is_file()):
+            print(f"{missing.parent}: no compute report (a study run before it existed: rerun its command, which "
+                  "trains nothing when finished, to write it); its configurations are left out of the compute report.")
+        if any(path.is_file() for path in compute):
+            write_compute_report(combined_curves([path for path in compute if path.is_file()]), args.output_dir,
+                                 COMPUTE_PREFIX)
         print((Path(args.output_dir) / STUDY_MD_NAME).read_text())
         return
     if args.torch_threads is not None:
@@ -81,6 +93,7 @@ def main(args: BudgetStudyArguments) -> None:
     if PartialState().is_main_process:
         rows = study_rows(grid)
         write_study_report(rows, checkpoint_rows(grid, args.probe_examples), summarize_study(rows), Path(grid.output_dir))
+        write_compute_report(grid_compute_curves(grid), grid.output_dir, COMPUTE_PREFIX)
         print((Path(grid.output_dir) / STUDY_MD_NAME).read_text())
 
 

@@ -68,8 +68,15 @@ def fit_lengths(task: Task, max_length: int, truncation: bool) -> Task:
 def task_options(data_args: DataArguments, task_name: str) -> dict[str, Any]:
     """Builder options: --task_options, the custom-data flags for `custom`, and the preprocessing workers."""
     options = dict(data_args.task_options)
-    if task_name == "custom":
-        options.update({name: getattr(data_args, name) for name in CUSTOM_DATA_FIELDS})
+    if task_name == "custom":  # a flag left at its default keeps --task_options' value (a grid's task gives files so)
+        for name in CUSTOM_DATA_FIELDS:
+            value = getattr(data_args, name)
+            if value == DataArguments.__dataclass_fields__[name].default and name in options:
+                continue
+            if name in options and options[name] != value:
+                raise UserInputError(f"--{name} {value!r} and --task_options' {name} {options[name]!r} disagree: give "
+                                     "one of them.")
+            options[name] = value
         if data_args.max_length is not None:  # the length is given, so the files' longest example sets nothing
             options.setdefault("max_implied_length", None)
     if data_args.preprocessing_num_workers is not None:

@@ -1,0 +1,237 @@
+"""Accuracy against total compute: does SPT pay for its pretraining? (`analysis.compute` counts the FLOPs.)
+
+For every finished fine-tuning run of a study (a grid's cells) or of a `run_spt.py` run (its arms), the
+validation accuracy after each epoch against cumulative training FLOPs, pretraining included: an SPT
+arm's curve starts at its pretraining's cost (every epoch it ran, whichever checkpoint it kept), a
+hybrid-init or frozen arm's too. The FLOPs of an epoch are counted over the real lengths of the
+phase's training inputs, rebuilt from the recorded task settings.
+
+Writes, into the report folder, `<prefix>_compute.json` (one curve per run: config, arm, seed,
+pretraining FLOPs, FLOPs per fine-tuning epoch, (epoch, validation accuracy) points, test accuracy),
+`<prefix>_compute.md` (per configuration and arm: best validation, test, compute; and, for each SPT
+arm, the compute at which each scratch arm's best-so-far validation accuracy, averaged over seeds,
+first reaches SPT's best, or "never") and `<prefix>_compute_<config>.png` (the curves: each seed thin,
+the seeds' mean best-so-far thick, FLOPs on a log axis).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from ...analysis.compute import ArmCurve, ComputeCurve, arm_curve, epoch_accuracies, training_flops
+from ...analysis.plotting import saved_figure
+from ...errors import MissingInputError, UserInputError
+from ...runs.folder import PHASE_RESULT_NAME, read_json, write_json, write_text
+from ...training.pretrain_trainer import inputs_only
+from ..arguments import DataArguments
+from ..phases import LOG_HISTORY_NAME
+from ..pipeline import prepare_pretrain_task, prepare_task
+from ..run_results import ARM_FOLDERS
+from .ablation import prepare_unit
+from .analysis_run import AnalysisArguments, read_record, recorded_settings, run_record
+from .grid import GRID_RECORD_NAME, Grid, arm_named, cells, parse_grid, pretrain_job
+
+CONFIG_NAME = "config.json"
+
+
+def _config(folder: Path) -> SimpleNamespace:
+    config = read_json(folder / CONFIG_NAME)
+    needed = ("hidden_size", "num_hidden_layers", "intermediate_size")
+    if not isinstance(config, dict) or any(name not in config for name in needed):
+        raise MissingInputError(f"{folder / CONFIG_NAME}: a model config with {', '.join(needed)} is needed to count "
+                                "the phase's FLOPs.")
+    return SimpleNamespace(**config)
+
+
+def _lengths(task) -> list[int]:
+    return list(map(len, inputs_only(task.dataset["train"])["input_ids"]))
+
+
+def pretraining_flops(folder: Path, lengths: list[int]) -> float:
+    """FLOPs of a finished pretraining phase: every epoch it ran (`phase.json`) over its training inputs."""
+    result = read_json(folder / PHASE_RESULT_NAME)
+    if result is None or result.get("phase") != "pretrain":
+        raise MissingInputError(f"{folder} holds no finished pretraining phase ({PHASE_RESULT_NAME}), so the compute "
+                                "of the arms that start from it is unknown.")
+    return float(result["epochs"]) * training_flops(_config(folder), lengths, head="masked_lm")
+
+
+def phase_curve(folder: Path, config_name: str, arm: str, seed: int, lengths: list[int],
+                pretrain_flops: float) -> ComputeCurve:
+    """A finished fine-tuning phase's curve (`analysis.compute.ComputeCurve`)."""
+    history = read_json(folder / LOG_HISTORY_NAME)
+    result = read_json(folder / PHASE_RESULT_NAME) or {}
+    if not isinstance(history, list):
+        raise MissingInputError(f"{folder / LOG_HISTORY_NAME} is missing: the phase's per-epoch validation is needed "
+                                "for its compute curve.")
+    return ComputeCurve(config_name, arm, seed, pretrain_flops, training_flops(_config(folder), lengths),
+                        epoch_accuracies(history), result.get("test_accuracy"))
+
+
+def grid_compute_curves(grid: Grid) -> list[ComputeCurve]:
+    """One curve per finished cell of a grid (a study), in the grid's order."""
+    tasks: dict = {}
+    lengths: dict[tuple[str, int], list[int]] = {}
+
+    def lengths_of(task_key: str, seed: int) -> list[int]:
+        if (task_key, seed) not in lengths:
+            lengths[task_key, seed] = _lengths(prepare_unit(grid, task_key, seed, None, tasks)[0])
+        return lengths[task_key, seed]
+
+    curves = []
+    for cell in cells(grid):
+        folder = cell.folder(grid)
+        if read_json(folder / PHASE_RESULT_NAME) is None:
+            continue
+        job = pretrain_job(grid, cell)
+        spent = pretraining_flops(job.folder(grid), lengths_of(job.task, cell.seed)) if job else 0.0
+        curves.append(phase_curve(folder, cell.task, arm_named(grid, cell.arm).name, cell.seed,
+                                  lengths_of(cell.task, cell.seed), spent))
+    return curves
+
+
+def run_compute_curves(run: str | Path) -> list[ComputeCurve]:
+    """One curve per finished arm of a `run_spt.py` output folder, on the task settings its `results.json` records.
+    An arm that started from weights other than the run's own pretraining is left out (its compute is unknown)."""
+    run = Path(run)
+    record = run_record(run)
+    data, seed = recorded_settings(record, DataArguments(), AnalysisArguments(), set())
+    task = prepare_task(data, seed)
+    lengths = _lengths(task)
+    pretrain_lengths = _lengths(prepare_pretrain_task(data, task, seed)) if data.pretrain_task else lengths
+    curves = []
+    for arm in record["arms"]:
+        if arm["arm"] not in ARM_FOLDERS or not (run / arm["arm"]).is_dir():
+            continue
+        spent = 0.0
+        if arm.get("init_from"):
+            if Path(arm["init_from"]).name != "pretrain":
+                print(f"{arm['arm']}: starts from {arm['init_from']}, whose compute is unknown; left out.")
+                continue
+            spent = pretraining_flops(run / "pretrain", pretrain_lengths)
+        curves.append(phase_curve(run / arm["arm"], record["task"], arm["arm"], seed, lengths, spent))
+    return curves
+
+
+def folder_compute_curves(folder: str | Path) -> list[ComputeCurve]:
+    """The curves of a finished study or ablation folder (its `grid.json`) or of a `run_spt.py` output folder."""
+    folder = Path(folder)
+    if (folder / GRID_RECORD_NAME).is_file():
+        grid = parse_grid(read_record(folder / GRID_RECORD_NAME), str(folder / GRID_RECORD_NAME))
+        grid.output_dir = str(folder)  # the folder may have moved since the grid ran
+        return grid_compute_curves(grid)
+    return run_compute_curves(folder)
+
+
+def combined_curves(sources: list[str | Path]) -> list[ComputeCurve]:
+    """The curves of several finished folders or `*_compute.json` files, for one report. A configuration must come
+    from one source only: two runs of one configuration name may differ in code or settings."""
+    curves: list[ComputeCurve] = []
+    source_of: dict[str, Path] = {}
+    for source in map(Path, sources):
+        found = read_compute_curves(source) if source.suffix == ".json" else folder_compute_curves(source)
+        for config in dict.fromkeys(curve.config for curve in found):
+            if source_of.setdefault(config, source) != source:
+                raise UserInputError(f"Configuration {config!r} is in both {source_of[config]} and {source}: take each "
+                                     "configuration from one source.")
+        curves += found
+    return curves
+
+
+def _is_scratch(arm: str) -> bool:
+    return arm == "scratch" or arm.startswith("scratch_compute_matched")
+
+
+def _is_spt(arm: str) -> bool:
+    return arm == "spt" or arm.startswith("spt_e")
+
+
+def by_config(curves: list[ComputeCurve]) -> dict[str, dict[str, ArmCurve]]:
+    """{config: {arm: the seeds' combined curve}}, in first-seen order."""
+    grouped: dict[str, dict[str, list[ComputeCurve]]] = {}
+    for curve in curves:
+        if curve.points:
+            grouped.setdefault(curve.config, {}).setdefault(curve.arm, []).append(curve)
+    return {config: {arm: arm_curve(runs) for arm, runs in arms.items()} for config, arms in grouped.items()}
+
+
+def _flops(value: float | None) -> str:
+    return "never" if value is None else f"{value:.2e}"
+
+
+def _test(curves: list[ComputeCurve], config: str, arm: str) -> str:
+    values = [100 * c.test_accuracy for c in curves if c.config == config and c.arm == arm and c.test_accuracy is not None]
+    if not values:
+        return "n/a"
+    mean = sum(values) / len(values)
+    std = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+    return f"{mean:.1f} ± {std:.1f}"
+
+
+def compute_markdown(curves: list[ComputeCurve]) -> str:
+    """Per configuration: each arm's best validation, test and compute; then where scratch catches each SPT arm."""
+    out = []
+    for config, arms in by_config(curves).items():
+        out += [f"## {config}", "", "| arm | seeds | best validation % (mean) | test %, mean ± std | pretraining FLOPs "
+                "| total training FLOPs (mean) |", "|---|---|---|---|---|---|"]
+        for arm, curve in arms.items():
+            pretrain = next(c.pretrain_flops for c in curves if c.config == config and c.arm == arm)
+            out.append(f"| {arm} | {curve.seeds} | {100 * curve.best:.1f} | {_test(curves, config, arm)} | "
+                       f"{_flops(pretrain) if pretrain else '0'} | {curve.total_flops:.2e} |")
+        scratch = [arm for arm in arms if _is_scratch(arm)]
+        spt = [arm for arm in arms if _is_spt(arm)]
+        if scratch and spt:
+            out += ["", "Compute (training FLOPs, pretraining included) at which the seeds' mean best-so-far validation "
+                    "accuracy first reaches the SPT arm's best:", "",
+                    "| SPT arm | its best validation % | SPT reaches it at | " + " | ".join(scratch) + " |",
+                    "|---|---|---|" + "---|" * len(scratch)]
+            for arm in spt:
+                target = arms[arm].best
+                out.append(f"| {arm} | {100 * target:.1f} | {_flops(arms[arm].first_reaching(target))} | "
+                           + " | ".join(_flops(arms[other].first_reaching(target)) for other in scratch) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def plot_compute(curves: list[ComputeCurve], config: str, path: Path) -> None:
+    """Validation accuracy against cumulative training FLOPs of one configuration's arms (module docstring)."""
+    arms = by_config(curves)[config]
+    with saved_figure(path, figsize=(8, 5)) as (_, axis):
+        for index, (arm, combined) in enumerate(arms.items()):
+            color = f"C{index % 10}"
+            for curve in (c for c in curves if c.config == config and c.arm == arm and c.points):
+                axis.plot(curve.flops(), [100 * a for _, a in curve.points], color=color, alpha=0.3, linewidth=0.8)
+            axis.plot(combined.flops, [100 * b for b in combined.best_so_far], color=color, linewidth=2,
+                      label=f"{arm} ({combined.seeds} seed{'s' * (combined.seeds > 1)})")
+        axis.set(xscale="log", xlabel="cumulative training FLOPs (pretraining included)",
+                 ylabel="validation accuracy (%)", title=f"{config}: accuracy against compute", ylim=(0, 100))
+        axis.legend(fontsize=8, title="thick: mean best-so-far; thin: each seed", title_fontsize=8)
+
+
+def write_compute_report(curves: list[ComputeCurve], output_dir: str | Path, prefix: str) -> list[Path]:
+    """Write `<prefix>_compute.{json,md}` and one `<prefix>_compute_<config>.png` per configuration; the files."""
+    if not curves:
+        raise UserInputError(f"No finished fine-tuning run with a per-epoch validation record under {output_dir}: "
+                             "nothing to draw.")
+    output_dir = Path(output_dir)
+    written = [output_dir / f"{prefix}_compute.json", output_dir / f"{prefix}_compute.md"]
+    write_json(written[0], [curve.to_dict() for curve in curves])
+    write_text(written[1], f"# Accuracy against compute\n\n{compute_markdown(curves)}")
+    for config in by_config(curves):
+        written.append(output_dir / f"{prefix}_compute_{config}.png")
+        plot_compute(curves, config, written[-1])
+    return written
+
+
+def read_compute_curves(path: str | Path) -> list[ComputeCurve]:
+    """The curves of a `<prefix>_compute.json` written before (to redraw or combine without the run folders)."""
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise MissingInputError(f"{path} holds no compute curves (a list written by write_compute_report).")
+    return [ComputeCurve.from_dict(entry) for entry in data]
+
+
+__all__ = ["pretraining_flops", "phase_curve", "grid_compute_curves", "run_compute_curves",
+           "folder_compute_curves", "combined_curves", "by_config", "compute_markdown", "plot_compute", "write_compute_report", "read_compute_curves"]
