@@ -185,3 +185,15 @@ def test_a_non_text_jsonl_cell_names_file_and_row(tmp_path, cell, shown):
     with pytest.raises(DataFormatError, match=re.escape(f"train.jsonl, column 'text', row 3: the cell holds {shown}, not text")):
         load_task("custom", train_file=str(tmp_path / "train.jsonl"), cache_dir=str(tmp_path / "cache"))
         # before: "must hold text, found extension<arrow.json>", no row
+
+
+def test_custom_files_come_from_task_options_or_flags_and_never_both_differently():
+    from hf_spt.experiments.pipeline import task_options
+
+    from_grid = DataArguments(task="custom", task_options={"train_file": "a.csv", "text_column": "sentence"})
+    assert task_options(from_grid, "custom")["train_file"] == "a.csv"  # a flag at its default does not overwrite
+    assert task_options(from_grid, "custom")["text_column"] == "sentence"
+    both = DataArguments(task="custom", train_file="b.csv", task_options={"train_file": "a.csv"})
+    with pytest.raises(UserInputError, match="--train_file 'b.csv' and --task_options' train_file 'a.csv'"):
+        task_options(both, "custom")
+    assert task_options(DataArguments(task="custom", train_file="b.csv"), "custom")["train_file"] == "b.csv"
