@@ -336,10 +336,14 @@ class SharedTrainingArguments(TrainingArguments):
         for spec in fields(self):
             if spec.init and getattr(self, spec.name) in (None, False) and _default(spec) in ("", "no"):
                 setattr(self, spec.name, _default(spec))
+        if self.output_dir is not None and not str(self.output_dir).strip():
+            raise UserInputError("--output_dir is empty: name the folder the run writes into (an empty name would "
+                                 "write into the current folder).")
 
     def given(self) -> dict[str, Any]:
-        """The fields set away from this class's defaults (what results.json records)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.init and getattr(self, f.name) != _default(f)}
+        """The fields set away from this class's defaults (what results.json records), secrets redacted."""
+        return redacted({f.name: getattr(self, f.name) for f in fields(self)
+                         if f.init and getattr(self, f.name) != _default(f)})
 
     def phase_kwargs(self, phase: str) -> dict[str, Any]:
         """`TrainingArguments` keyword arguments of `phase`: all fields but our own, but the `None` ones this class
@@ -356,6 +360,13 @@ FINETUNE_TRAINING_SETTINGS = ("metric_for_best_model", "greater_is_better")
 """`TrainingArguments` flags only fine-tuning reads: pretraining reports no classification metric."""
 
 
+def redacted(settings: dict[str, Any]) -> dict[str, Any]:
+    """`settings` with every `*_token` value replaced by `<NAME>`, as transformers' `TrainingArguments.to_dict`
+    does: a run records that a token was given, never the token."""
+    return {key: f"<{key.upper()}>" if key.endswith("_token") and value is not None else value
+            for key, value in settings.items()}
+
+
 def _default(spec) -> Any:
     return spec.default_factory() if callable(spec.default_factory) else spec.default
 
@@ -365,6 +376,6 @@ CUSTOM_DATA_FIELDS = ("train_file", "validation_file", "test_file", "text_column
 ARGUMENT_GROUPS = (DataArguments, ModelArguments, ExperimentArguments, SharedTrainingArguments)
 """`run_spt.py`'s argument groups, in `--help`'s order: the flags, and the names a settings file may use."""
 
-__all__ = ["ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_ARGUMENTS",
+__all__ = ["redacted", "ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_ARGUMENTS",
            "PRETRAIN_SETTINGS", "FINETUNE_SETTINGS", "FINETUNE_TRAINING_SETTINGS", "BEST_MODEL_METRICS",
            "DataArguments", "ModelArguments", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

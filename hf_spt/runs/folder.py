@@ -23,6 +23,7 @@ import functools
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -57,6 +58,39 @@ class OutputDirBusyError(UserInputError):
     """Another run is writing into the same output folder."""
 
 
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""A name that becomes one folder (an arm, a grid's task key): no separator, no `..`, nothing hidden."""
+
+
+def check_plain_name(name: Any, what: str) -> str:
+    """`name` when it is a plain folder name (`PLAIN_NAME`); otherwise an error naming it and `what` it is, so a
+    settings file cannot write outside the run's folder."""
+    if not isinstance(name, str) or not PLAIN_NAME.fullmatch(name):
+        raise UserInputError(f"{what} {name!r} becomes a folder name: use letters, digits, '.', '_' and '-' only, "
+                             "starting with a letter or digit (no '/', no '..').")
+    return name
+
+
+def check_output_folder(folder: str | Path | None) -> Path:
+    """`folder` as a Path unless it is empty (which would write into the current folder) or a file; whether it can
+    be written is found by writing (`hold_output_dir`)."""
+    if folder is None or not str(folder).strip():
+        raise UserInputError("--output_dir is empty: name the folder the run writes into (an empty name would write "
+                             "into the current folder).")
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise UserInputError(f"--output_dir {folder} is a file, not a folder: pass a folder (new or a run's).")
+    existing = next((parent for parent in (path, *path.parents) if parent.exists()), Path("."))
+    if not existing.is_dir():
+        raise UserInputError(f"--output_dir {folder}: {existing} is a file, so the folder cannot be made there.")
+    return path
+
+
+def _unwritable(folder: Path, error: OSError) -> UserInputError:
+    return UserInputError(f"--output_dir {folder} cannot be written ({error.strerror or error}); pass a folder you "
+                          "can write into.")
+
+
 def _holder_text(folder: Path) -> str:
     holder = read_json(folder / HOLDER_NAME, quiet=True) or {}
     if not holder:
@@ -70,10 +104,16 @@ def hold_output_dir(folder: str | Path) -> Iterator[Path]:
     """Hold the exclusive lock of `folder` for the block; fail at once if it is taken.
 
     A folder this call created is removed again if the block wrote nothing into it."""
-    folder = Path(folder)
+    folder = check_output_folder(folder)
     created = not folder.exists()
-    folder.mkdir(parents=True, exist_ok=True)
     lock = FileLock(folder / LOCK_NAME)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".hf_spt.write_probe.{os.getpid()}"  # root passes every access check; a write tells
+        probe.touch()
+        probe.unlink()
+    except OSError as error:
+        raise _unwritable(folder, error) from None
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -230,6 +270,6 @@ class ElapsedTime(TrainerCallback, ExportableState):
         return cls(float(state.get("attributes", {}).get("earlier_seconds", 0.0)))
 
 
-__all__ = ["PHASE_RESULT_NAME", "LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",
+__all__ = ["PLAIN_NAME", "check_plain_name", "check_output_folder", "PHASE_RESULT_NAME", "LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",
            "locks_output_dir", "write_text", "write_json", "read_json", "is_complete_checkpoint", "resume_checkpoint",
            "ElapsedTime"]

@@ -12,8 +12,21 @@ from dataclasses import dataclass, field
 from transformers import TrainingArguments
 
 
+class SecretFreePickle:
+    """Mixin: a pickled copy (the Trainer's `training_args.bin` in every checkpoint and saved model) holds
+    `<HUB_TOKEN>` where the object holds the token, as transformers' `to_dict` does for JSON; the object in memory
+    keeps it for pushing."""
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        for key, value in state.items():
+            if key.endswith("_token") and value is not None:
+                state[key] = f"<{key.upper()}>"
+        return state
+
+
 @dataclass
-class PretrainArguments(TrainingArguments):
+class PretrainArguments(SecretFreePickle, TrainingArguments):
     """`TrainingArguments` for the pretraining (SPT) phase, plus the masking options.
 
     Changed defaults (so the best-validation checkpoint is what fine-tuning starts from, as in
@@ -62,7 +75,7 @@ class PretrainArguments(TrainingArguments):
 
 
 @dataclass
-class FinetuneArguments(TrainingArguments):
+class FinetuneArguments(SecretFreePickle, TrainingArguments):
     """`TrainingArguments` for classification fine-tuning.
 
     Changed defaults: `eval_strategy="epoch"`, `save_strategy="epoch"`, `logging_strategy="epoch"`,
@@ -92,4 +105,4 @@ class FinetuneArguments(TrainingArguments):
     )
 
 
-__all__ = ["PretrainArguments", "FinetuneArguments"]
+__all__ = ["SecretFreePickle", "PretrainArguments", "FinetuneArguments"]

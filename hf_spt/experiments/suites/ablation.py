@@ -33,7 +33,7 @@ from accelerate.utils import parse_flag_from_env
 
 from ...runs.folder import PHASE_RESULT_NAME, locks_output_dir, read_json, write_json
 from ...runs.phase_definition import check_phase_folders
-from ..arguments import DataArguments
+from ..arguments import DataArguments, redacted
 from ..model_config import build_config
 from ..phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
 from ..pipeline import prepare_task
@@ -96,8 +96,19 @@ def _run_in_child(grid: Grid, kind: str, unit: PretrainJob | Cell, device_index:
            if k not in DISTRIBUTED_ENV and not k.startswith(("TORCHELASTIC_", "ACCELERATE_"))}
     if device_index is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(device_index)
-    payload = json.dumps({"grid": asdict(grid), "kind": kind, "unit": asdict(unit)})
-    subprocess.run([sys.executable, "-m", "hf_spt.experiments.suites.ablation", payload], env=env, check=True)
+    payload = json.dumps({"grid": asdict(grid), "kind": kind, "unit": asdict(unit)})  # on stdin: no token in `ps`
+    subprocess.run([sys.executable, "-m", "hf_spt.experiments.suites.ablation"], input=payload, text=True, env=env,
+                   check=True)
+
+
+def grid_record(grid: Grid) -> dict[str, Any]:
+    """What `grid.json` records: the parsed grid, every `*_token` setting redacted (`arguments.redacted`)."""
+    record = asdict(grid)
+    record["experiment"] = redacted(record["experiment"])
+    for group in ("tasks", "pretrain_tasks"):
+        for spec in record[group].values():
+            spec["experiment"] = redacted(spec["experiment"])
+    return record
 
 
 @locks_output_dir(lambda grid: grid.output_dir)  # rank 0 holds it; the cells' child processes take none
@@ -111,7 +122,7 @@ def run_grid(grid: Grid) -> list[dict[str, Any]]:
     planned = plan_grid(grid)  # on every rank, so that all stop together at a changed unit
     check_phase_folders((phase.folder, phase.definition) for phase in planned.values())  # every change listed
     if state.is_main_process:
-        write_json(Path(grid.output_dir) / GRID_RECORD_NAME, asdict(grid))
+        write_json(Path(grid.output_dir) / GRID_RECORD_NAME, grid_record(grid))
     todo_cells = [c for c in cells(grid) if read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
     jobs = sorted({job for c in todo_cells if (job := pretrain_job(grid, c)) is not None},
                   key=lambda job: (-job.epochs, str(job)))  # longest first
@@ -159,8 +170,8 @@ def _main_child(payload: str) -> None:
     run_phase(unit_phase(grid, data["kind"], unit))  # its checkpoint, if any, is trained: its definition is on disk
 
 
-__all__ = ["prepare_unit", "unit_phase", "plan_grid", "run_grid", "collect_rows"]
+__all__ = ["prepare_unit", "unit_phase", "plan_grid", "grid_record", "run_grid", "collect_rows"]
 
 
 if __name__ == "__main__":
-    _main_child(sys.argv[1])
+    _main_child(sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read())

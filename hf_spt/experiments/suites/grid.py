@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UserInputError
+from ...runs.folder import check_plain_name
 from ...tasks import task_preset
 from ..arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from ..arms import Arm
@@ -74,6 +75,11 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     missing = [name for name in ("tasks", "arms", "seeds") if name not in raw]
     if missing:
         raise UserInputError(f"{source}: a grid needs {missing}; see run_scripts/ablation_default.yaml.")
+    for group in ("tasks", "pretrain_tasks"):  # keys and arm names become folders under output_dir
+        for key in raw.get(group) or {}:
+            check_plain_name(key, f"{source}: {group} key")
+    for arm in raw["arms"] if isinstance(raw["arms"], list) else ():
+        check_plain_name(arm.get("name") if isinstance(arm, dict) else arm, f"{source}: arm name")
     raw["tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: tasks.{k}")) for k, v in raw["tasks"].items()}
     raw["pretrain_tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: pretrain_tasks.{k}"))
                              for k, v in (raw.get("pretrain_tasks") or {}).items()}

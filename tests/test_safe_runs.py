@@ -1,0 +1,77 @@
+"""Safe runs: names from settings files never leave the run's folder, no secret is written anywhere, and an
+output folder that cannot hold a run is refused in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from tiny_backbone_runs import tiny_arguments
+
+from hf_spt.errors import UserInputError
+from hf_spt.experiments.arguments import SharedTrainingArguments
+from hf_spt.experiments.cli import USER_ERROR_STATUS
+from hf_spt.experiments.pipeline import run_experiment
+from hf_spt.experiments.suites import ablation
+from hf_spt.experiments.suites.grid import parse_grid
+from hf_spt.runs.folder import hold_output_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+GRID = {"seeds": [0], "tasks": {"m": {"task": "markov"}}, "arms": [{"name": "scratch"}]}
+
+
+@pytest.mark.parametrize("change", [
+    {"arms": [{"name": "../../../../ESCAPED_ARM"}]},
+    {"arms": [{"name": "a/b"}]},
+    {"arms": [{"name": ".hidden"}]},
+    {"tasks": {"../../../ESCAPED_TASK": {"task": "markov"}}},
+    {"pretrain_tasks": {"..": {"task": "markov"}}},
+])
+def test_names_that_become_folders_are_plain(change):
+    with pytest.raises(UserInputError, match="becomes a folder name"):
+        parse_grid({**GRID, **change}, "study.yaml")
+
+
+def test_a_study_naming_an_escaping_arm_exits_2_and_writes_nothing(tmp_path):
+    study = {**GRID, "output_dir": str(tmp_path / "run"), "arms": [{"name": "../../ESCAPED"}]}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    done = subprocess.run([sys.executable, "run_scripts/run_budget_study.py", "--study", str(tmp_path / "study.yaml")],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == USER_ERROR_STATUS and "becomes a folder name" in done.stderr
+    assert "Traceback" not in done.stderr and list(tmp_path.iterdir()) == [tmp_path / "study.yaml"]
+
+
+def test_no_run_file_holds_the_hub_token(tmp_path):
+    secret = "hf_NotARealTokenButSecret"
+    run_experiment(*tiny_arguments(tmp_path / "run", hub_token=secret))
+    written = [path for path in (tmp_path / "run").rglob("*") if path.is_file()]
+    assert any(path.name == "training_args.bin" for path in written) and any(p.name == "results.json" for p in written)
+    assert not [path for path in written if secret.encode() in path.read_bytes()]
+    assert "<HUB_TOKEN>" in (tmp_path / "run/results.json").read_text()  # recorded as given, never its value
+
+
+def test_grid_record_and_child_command_line_hold_no_token(monkeypatch):
+    grid = parse_grid({**GRID, "experiment": {"hub_token": "hf_secret"}})
+    assert ablation.grid_record(grid)["experiment"]["hub_token"] == "<HUB_TOKEN>"
+    calls = []
+    monkeypatch.setattr(ablation.subprocess, "run", lambda command, **kwargs: calls.append((command, kwargs)))
+    ablation._run_in_child(grid, "cell", ablation.Cell("m", "scratch", 0), None)
+    command, kwargs = calls[0]
+    assert "hf_secret" not in " ".join(command) and "hf_secret" in kwargs["input"]  # on stdin, not in `ps`
+
+
+def test_output_folders_that_cannot_hold_a_run_are_refused(tmp_path):
+    with pytest.raises(UserInputError, match="--output_dir is empty"):
+        SharedTrainingArguments(output_dir="")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    for folder, message in ((a_file, "is a file, not a folder"), (a_file / "below", "is a file"),
+                            ("/proc/no_such_pid/run", "cannot be written")):
+        with pytest.raises(UserInputError, match=message), hold_output_dir(folder):
+            pass
+    done = subprocess.run([sys.executable, "run_scripts/run_spt.py", "--output_dir", str(a_file)], cwd=ROOT,
+                          capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == USER_ERROR_STATUS and "is a file, not a folder" in done.stderr, done.stderr[-2000:]
