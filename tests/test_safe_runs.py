@@ -75,3 +75,28 @@ def test_output_folders_that_cannot_hold_a_run_are_refused(tmp_path):
     done = subprocess.run([sys.executable, "run_scripts/run_spt.py", "--output_dir", str(a_file)], cwd=ROOT,
                           capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == USER_ERROR_STATUS and "is a file, not a folder" in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv"])
+def test_a_file_changed_in_place_with_its_size_and_time_kept_is_read_again(tmp_path, suffix):
+    import os
+
+    from hf_spt.tasks import load_task
+
+    separator = "," if suffix == ".csv" else "\t"
+    path = tmp_path / f"train{suffix}"
+    def write(labels: str) -> None:
+        path.write_text(f"text{separator}label\n" + "".join(f"row {i}{separator}{label}\n"
+                                                           for i, label in enumerate(labels)))
+    write("abab")
+    stat = path.stat()
+    first = load_task("custom", train_file=str(path), validation_fraction=0.5, cache_dir=str(tmp_path / "cache"))
+    write("baba")  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same time, as `cp -p` or `rsync -a` leave it
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    second = load_task("custom", train_file=str(path), validation_fraction=0.5, cache_dir=str(tmp_path / "cache"))
+    def rows(task):
+        return sorted((tuple(ids), label) for split in ("train", "validation")
+                      for ids, label in zip(task.dataset[split]["input_ids"], task.dataset[split]["labels"]))
+
+    assert rows(first) != rows(second)

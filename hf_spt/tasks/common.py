@@ -8,6 +8,7 @@ the file's path, size and modification time and writes nothing when reading fail
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -56,10 +57,42 @@ def read_utf8(path: Path) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
+CONTENT_HASHED_IMAGES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp")
+
+
+def _hash_file(path: Path, digest: "hashlib._Hash") -> None:
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+
+
 def file_fingerprint(path: Path) -> str:
-    """Path, size and modification time: a changed file gets a fresh cache entry."""
-    stat = path.stat()
-    return f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    """A digest of what `path` holds, so a cache entry follows the content, not the file's size and time (`cp -p`
+    and `rsync -a` keep both while changing the bytes). A file: its bytes. A folder: every file's relative path
+    and bytes, but images (thousands of them in the LRA releases), which count by path, size and modification
+    time; their labels live in the metadata and list files, which count by content."""
+    path = Path(path)
+    digest = hashlib.sha256(str(path.resolve()).encode())
+    if path.is_file():
+        _hash_file(path, digest)
+        return digest.hexdigest()
+    for item in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(item.relative_to(path)).encode() + b"\0")
+        if item.suffix.lower() in CONTENT_HASHED_IMAGES:
+            stat = item.stat()
+            digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+        else:
+            _hash_file(item, digest)
+    return digest.hexdigest()
+
+
+def content_cache_dir(paths: list[Path], cache_dir: str | None) -> str:
+    """A `datasets` cache folder of its own for these files' content: `load_dataset`'s packaged readers key their
+    cache by path and modification time, so a file changed in place would load its old rows."""
+    from datasets import config
+
+    digest = hashlib.sha256("".join(file_fingerprint(path) for path in paths).encode()).hexdigest()[:24]
+    return str(Path(cache_dir or config.HF_DATASETS_CACHE) / "hf_spt_by_content" / digest)
 
 
 def rows_to_dataset(read: Callable[..., Iterator[dict[str, Any]]], path: Path, cache_dir: str | None, **kwargs: Any) -> Dataset:
@@ -155,6 +188,6 @@ def grayscale_pixels(image: Any, size: int) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8)
 
 
-__all__ = ["DataFormatError", "PIXEL_VALUES", "require_path", "utf8_error", "read_utf8", "file_fingerprint", "rows_to_dataset", "hub_dataset",
+__all__ = ["DataFormatError", "PIXEL_VALUES", "require_path", "utf8_error", "read_utf8", "file_fingerprint", "content_cache_dir", "rows_to_dataset", "hub_dataset",
            "is_saved_dataset", "load_saved_dataset", "carve_validation", "byte_ids", "byte_encode_column", "build_pixel_tokenizer",
            "pixel_ids", "grayscale_pixels"]

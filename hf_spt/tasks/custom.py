@@ -26,7 +26,7 @@ from datasets.exceptions import DatasetGenerationError
 
 from ..errors import MissingInputError
 from ..models.tokenization_spt import build_byte_tokenizer, build_word_tokenizer
-from .common import (DataFormatError, carve_validation, is_saved_dataset, load_saved_dataset, require_path,
+from .common import (DataFormatError, carve_validation, content_cache_dir, is_saved_dataset, load_saved_dataset, require_path,
                      byte_encode_column, utf8_error)
 from .registry import Task, TaskPreset, register_task
 
@@ -48,6 +48,7 @@ def read_files(files: dict[str, str], cache_dir: str | None) -> DatasetDict:
         raise DataFormatError(f"Custom data files must share one extension among {sorted(BUILDERS)}; got {sorted(suffixes)}.")
     suffix = suffixes.pop()
     options = {"delimiter": "\t"} if suffix == ".tsv" else {}
+    cache_dir = content_cache_dir(list(paths.values()), cache_dir)  # a file changed in place is read again
     data = DatasetDict()
     for split, path in paths.items():
         # text files are checked first: the JSON reader stores invalid UTF-8 silently and fails later
