@@ -100,3 +100,22 @@ def test_a_file_changed_in_place_with_its_size_and_time_kept_is_read_again(tmp_p
                       for ids, label in zip(task.dataset[split]["input_ids"], task.dataset[split]["labels"]))
 
     assert rows(first) != rows(second)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ('{"text": "", "label": "a"}\n{"text": "x", "label": "b"}\n', r"row 1: the text is empty"),
+    ('{"input_ids": [5, 6], "label": "a"}\n{"input_ids": [], "label": "b"}\n', r"row 2: input_ids is an empty list"),
+])
+def test_zero_token_examples_are_refused_naming_the_row(tmp_path, rows, message):
+    from hf_spt.tasks import load_task
+
+    (tmp_path / "train.jsonl").write_text(rows * 3)
+    with pytest.raises(UserInputError, match=message):
+        load_task("custom", train_file=str(tmp_path / "train.jsonl"), cache_dir=str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("flag", ["--learning_rate", "--finetune_learning_rate", "--pretrain_epochs"])
+def test_infinite_values_are_refused_before_any_data(flag):
+    done = subprocess.run([sys.executable, "run_scripts/run_spt.py", flag, "inf", "--output_dir", "unused"], cwd=ROOT,
+                          capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == USER_ERROR_STATUS and f"{flag} inf: must be a finite number > 0" in done.stderr

@@ -8,6 +8,7 @@ an untrained model's accuracy.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ from .arguments import BEST_MODEL_METRICS, DataArguments, ExperimentArguments, M
 
 # flag -> (test, the valid range in words)
 POSITIVE_INT = (lambda v: v >= 1, "a whole number >= 1")
-POSITIVE = (lambda v: v > 0, "a number > 0")
+POSITIVE = (lambda v: v > 0 and math.isfinite(v), "a finite number > 0")
 PROBABILITY = (lambda v: 0 <= v <= 1, "a number in [0, 1]")
 DROPOUT = (lambda v: 0 <= v < 1, "a number in [0, 1)")
 MAX_STEPS = (lambda v: v == -1 or v >= 1, "a whole number >= 1, or -1 (train by epochs)")

@@ -145,6 +145,10 @@ def check_token_ids(data: Dataset, where: str, vocab_size: int | None) -> int:
     if column.null_count:
         row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
         raise DataFormatError(f"{where}, row {row + 1}: input_ids is empty (null).")
+    empty = np.flatnonzero(pc.list_value_length(column).to_numpy(zero_copy_only=False) == 0)
+    if empty.size:
+        raise DataFormatError(f"{where}, row {int(empty[0]) + 1}: input_ids is an empty list; every example needs at "
+                              "least one token (drop the row).")
     limit = vocab_size or MAX_INFERRED_VOCAB
     ids = pc.list_flatten(column).to_numpy(zero_copy_only=False)
     bad = np.flatnonzero((ids < 0) | (ids >= limit))
@@ -171,6 +175,10 @@ def check_text_cells(data: Dataset, where: str, columns: list[str]) -> None:
             row, value = next((row, value) for row, value in enumerate(data[name]) if not isinstance(value, str))
             raise DataFormatError(f"{where}, column {name!r}, row {row + 1}: the cell holds {describe(value)}, not "
                                   "text; give every example its text as a string (quoted in JSON).")
+        empty = np.flatnonzero(pc.utf8_length(column.combine_chunks()).to_numpy(zero_copy_only=False) == 0)
+        if empty.size:
+            raise DataFormatError(f"{where}, column {name!r}, row {int(empty[0]) + 1}: the text is empty (\"\"); an "
+                                  "example of zero tokens trains on nothing: give it its text (or drop the row).")
 
 
 def check_implied_length(data: Dataset, where: str, columns: list[str], limit: int) -> None:
