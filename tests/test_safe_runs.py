@@ -114,8 +114,23 @@ def test_zero_token_examples_are_refused_naming_the_row(tmp_path, rows, message)
         load_task("custom", train_file=str(tmp_path / "train.jsonl"), cache_dir=str(tmp_path / "cache"))
 
 
-@pytest.mark.parametrize("flag", ["--learning_rate", "--finetune_learning_rate", "--pretrain_epochs"])
-def test_infinite_values_are_refused_before_any_data(flag):
-    done = subprocess.run([sys.executable, "run_scripts/run_spt.py", flag, "inf", "--output_dir", "unused"], cwd=ROOT,
-                          capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
-    assert done.returncode == USER_ERROR_STATUS and f"{flag} inf: must be a finite number > 0" in done.stderr
+def test_infinite_values_are_refused_before_any_data():
+    from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
+    from hf_spt.experiments.value_ranges import check_value_ranges
+
+    for exp, training in ((ExperimentArguments(finetune_learning_rate=float("inf")), SharedTrainingArguments()),
+                          (ExperimentArguments(pretrain_epochs=float("inf")), SharedTrainingArguments())):
+        with pytest.raises(UserInputError, match="inf: must be a finite number > 0"):
+            check_value_ranges(DataArguments(), ModelArguments(), exp, training)
+    done = subprocess.run([sys.executable, "run_scripts/run_spt.py", "--learning_rate", "inf", "--output_dir", "unused"],
+                          cwd=ROOT, capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == USER_ERROR_STATUS and "--learning_rate inf: must be a finite number > 0" in done.stderr
+
+
+@pytest.mark.parametrize("flags", [["--task", "text"], [
+    "--pretrain_task", "image", "--task", "pathfinder", "--task_options", '{"num_images": 20}']])
+def test_hub_data_offline_is_one_line_and_exit_2(flags):
+    done = subprocess.run([sys.executable, "run_scripts/run_spt.py", *flags, "--output_dir", "unused_offline"],
+                          cwd=ROOT, capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == USER_ERROR_STATUS and "cannot be downloaded here" in done.stderr
+    assert "Traceback" not in done.stderr and not (ROOT / "unused_offline").exists()

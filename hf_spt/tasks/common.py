@@ -30,6 +30,11 @@ class DataFormatError(UserInputError):
     """A data file exists but its content is not what the task expects."""
 
 
+class HubDataUnavailableError(UserInputError, ConnectionError):
+    """A Hub data set cannot be downloaded (offline or unreachable): a user error (one line, exit 2) that says how
+    to use local files, and still a ConnectionError for callers that catch those."""
+
+
 def require_path(path: str | Path, what: str, layout: str, source: str) -> Path:
     """`path` if it exists; otherwise a FileNotFoundError naming it, the expected layout and the data's origin."""
     path = Path(path)
@@ -115,15 +120,16 @@ def rows_to_dataset(read: Callable[..., Iterator[dict[str, Any]]], path: Path, c
 
 
 def hub_dataset(name: str, local_help: str, **kwargs: Any) -> DatasetDict:
-    """`load_dataset(name)` from the Hub; offline or unreachable, a ConnectionError saying how to use local files."""
+    """`load_dataset(name)` from the Hub; offline or unreachable, a `HubDataUnavailableError` saying how to use
+    local files."""
     message = (f"The Hub data set {name!r} cannot be downloaded here (HF_HUB_OFFLINE is set or the Hub is "
                f"unreachable). {local_help}")
     if is_offline_mode():
-        raise ConnectionError(message)
+        raise HubDataUnavailableError(message)
     try:
         return load_dataset(name, **kwargs)
     except (ConnectionError, OSError, TimeoutError) as error:
-        raise ConnectionError(message) from error
+        raise HubDataUnavailableError(message) from error
 
 
 def is_saved_dataset(path: Path) -> bool:
@@ -188,6 +194,6 @@ def grayscale_pixels(image: Any, size: int) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8)
 
 
-__all__ = ["DataFormatError", "PIXEL_VALUES", "require_path", "utf8_error", "read_utf8", "file_fingerprint", "content_cache_dir", "rows_to_dataset", "hub_dataset",
+__all__ = ["DataFormatError", "HubDataUnavailableError", "PIXEL_VALUES", "require_path", "utf8_error", "read_utf8", "file_fingerprint", "content_cache_dir", "rows_to_dataset", "hub_dataset",
            "is_saved_dataset", "load_saved_dataset", "carve_validation", "byte_ids", "byte_encode_column", "build_pixel_tokenizer",
            "pixel_ids", "grayscale_pixels"]
