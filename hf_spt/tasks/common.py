@@ -187,7 +187,8 @@ def pixel_ids(pixels: np.ndarray) -> list[int]:
 
 
 def grayscale_pixels(image: Any, size: int) -> np.ndarray:
-    """A PIL image as (size, size) grayscale values 0-255 (ITU-R 601 luma, as tf.image.rgb_to_grayscale)."""
+    """A PIL image as (size, size) grayscale values 0-255: PIL's ITU-R 601-2 luma (integer weights; LRA's
+    `tf.image.rgb_to_grayscale` uses float ones, one level apart on some colour pixels: docs/tasks.md)."""
     image = image.convert("L")
     if image.size != (size, size):
         image = image.resize((size, size))

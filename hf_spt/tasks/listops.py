@@ -79,6 +79,8 @@ def read_listops_tsv(path: str, fingerprint: str) -> Iterator[dict]:
         if header != ["Source", "Target"]:
             raise DataFormatError(f"{path}, line 1: expected the header 'Source\\tTarget', found {header!r}.")
         for line, row in enumerate(reader, start=2):
+            if not "".join(row).strip():  # a blank line (a trailing newline too many): no example
+                continue
             if len(row) != 2:
                 raise DataFormatError(f"{path}, line {line}: expected 2 tab-separated fields (Source, Target), found {len(row)}.")
             source, target = row

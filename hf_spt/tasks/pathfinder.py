@@ -17,6 +17,7 @@ or `more_lit_top` (the same for the top and bottom halves: needs its row). Ties 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,20 +31,47 @@ from .common import (DataFormatError, build_pixel_tokenizer, carve_validation, g
 from .pathfinder_generator import generate_pathfinder
 from .registry import Task, TaskPreset, register_task
 
+logger = logging.getLogger(__name__)
+
 LAYOUT = ("  DATA_DIR/{difficulty}/imgs/<n>/sample_<k>.png and DATA_DIR/{difficulty}/metadata/<n>.npy\n"
           "  (metadata: text lines 'imgs/<n> sample_<k>.png <k> <label> ...')")
 SOURCE = ("the LRA release (lra_release.gz from google-research/long-range-arena: lra_release/pathfinder32, "
           "pathfinder128 for Path-X), or `python run_scripts/generate_pathfinder.py`, or no --data_dir to generate.")
 
 
+NUMPY_MAGIC = b"\x93NUMPY"
+DIFFICULTIES = {"easy": "curv_baseline", "intermediate": "curv_contour_length_9", "hard": "curv_contour_length_14"}
+"""The tfds split names of LRA's Pathfinder and the release folders they read."""
+
+
+def metadata_lines(metadata: Path) -> list[list[str]]:
+    """The whitespace-separated fields of each line of a metadata file: LRA's text lines, or the same rows saved
+    with `np.save` as an array of strings (what a re-run of the public generator may write)."""
+    if metadata.read_bytes()[:len(NUMPY_MAGIC)] != NUMPY_MAGIC:
+        return [line.split() for line in read_utf8(metadata).splitlines()]
+    try:
+        rows = np.load(metadata, allow_pickle=False)
+    except ValueError as error:
+        raise DataFormatError(f"{metadata} is a binary NumPy file (np.save) that needs pickle to read ({error}); "
+                              "expected LRA's text lines 'imgs/<n> sample_<k>.png <k> <label> ...' or an np.save'd "
+                              "array of such rows as strings.") from None
+    if rows.dtype.kind not in "US" or rows.ndim != 2:
+        raise DataFormatError(f"{metadata} is a binary NumPy file holding a {rows.dtype} array of shape {rows.shape}; "
+                              "expected LRA's text lines 'imgs/<n> sample_<k>.png <k> <label> ...' or a 2-D array "
+                              "of such rows as strings.")
+    return [[str(field) for field in row] for row in rows]
+
+
 def read_pathfinder_metadata(path: str, fingerprint: str) -> Iterator[dict]:
-    """{"image_path", "labels"} for every line of every metadata file under the difficulty folder `path`."""
+    """{"image_path", "labels"} for every line of every metadata file under the difficulty folder `path`. An
+    empty image file (the release ships one: curv_baseline/imgs/0/sample_172.png) is skipped, as LRA's own
+    pipeline skips it, and the skipped files are counted in the log."""
     del fingerprint  # only keys the cache
     root = Path(path)
     metadata_files = sorted((root / "metadata").glob("*.npy"), key=lambda f: (len(f.stem), f.stem))
+    skipped = []
     for metadata in metadata_files:
-        for line_number, line in enumerate(read_utf8(metadata).splitlines(), start=1):
-            fields = line.split()
+        for line_number, fields in enumerate(metadata_lines(metadata), start=1):
             if not fields:
                 continue
             if len(fields) < 4:
@@ -54,7 +82,13 @@ def read_pathfinder_metadata(path: str, fingerprint: str) -> Iterator[dict]:
             image = root / fields[0] / fields[1]
             if not image.is_file():
                 raise MissingInputError(f"{metadata}, line {line_number}: image {image} does not exist.")
+            if image.stat().st_size == 0:
+                skipped.append(str(image))
+                continue
             yield {"image_path": str(image), "labels": int(fields[3])}
+    if skipped:
+        logger.warning("Pathfinder: skipped %d empty image file(s) under %s (as LRA's pipeline does): %s", len(skipped),
+                       root, ", ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else ""))
 
 
 def generated_rows(num_images: int, seed: int, image_size: int, contour_length: int,
@@ -68,13 +102,31 @@ def generated_rows(num_images: int, seed: int, image_size: int, contour_length: 
             yield {"input_ids": pixel_ids(image), "labels": int(label)}
 
 
+def released_image(path: str, image_size: int):
+    """The PIL image at `path`, which must be `image_size` pixels square: a release of another size is another task
+    (pathfinder128 is Path-X), never resized silently."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        image = Image.open(path)
+    except UnidentifiedImageError:
+        raise DataFormatError(f"{path} is not an image PIL can read; replace or remove it (and its metadata line)."
+                              ) from None
+    if image.size != (image_size, image_size):
+        raise DataFormatError(f"{path} is {image.size[0]}x{image.size[1]} pixels, not {image_size}x{image_size}: "
+                              "pathfinder32 is --task pathfinder, pathfinder128 --task pathx (or give "
+                              "--task_options '{\"image_size\": N}' for N x N images).")
+    return image
+
+
 def load_released(folder: Path, image_size: int, num_proc: int | None, cache_dir: str | None) -> Dataset:
     rows = rows_to_dataset(read_pathfinder_metadata, folder, cache_dir)
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
         from PIL import Image
 
-        return {"input_ids": [pixel_ids(grayscale_pixels(Image.open(path), image_size)) for path in batch["image_path"]]}
+        return {"input_ids": [pixel_ids(grayscale_pixels(released_image(path, image_size), image_size))
+                              for path in batch["image_path"]]}
 
     return rows.map(encode, batched=True, num_proc=num_proc, remove_columns=["image_path"], desc="reading PNGs")
 
@@ -126,7 +178,13 @@ def build_pathfinder(name: str, data_dir: str | None, seed: int, image_size: int
             num_images=num_images, seed=seed, image_size=image_size, contour_length=contour_length,
             num_distractors=num_distractors))
     else:
-        folder = require_path(Path(data_dir) / difficulty, f"{name} data folder", layout, SOURCE)
+        folder = Path(data_dir) / DIFFICULTIES.get(difficulty, difficulty)
+        if not folder.is_dir() and Path(data_dir).is_dir():
+            present = sorted(p.name for p in Path(data_dir).iterdir() if p.is_dir() and p.name.startswith("curv_"))
+            raise MissingInputError(f"{name}: difficulty {difficulty!r} has no folder {folder}; the folders present: "
+                                    f"{', '.join(present) or 'none (is DATA_DIR one level too high or low?)'}. Names: "
+                                    f"the folder's, or {', '.join(f'{k} ({v})' for k, v in DIFFICULTIES.items())}.")
+        folder = require_path(folder, f"{name} data folder", layout, SOURCE)
         require_path(folder / "metadata", f"{name} metadata folder", layout, SOURCE)
         everything = load_released(folder, image_size, num_proc, cache_dir)
     if label != "path":
@@ -170,5 +228,5 @@ load_pathx = register_variant("pathx", 128, "LRA Path-X: Pathfinder at 128x128 =
                               "pathfinder128")
 
 
-__all__ = ["LABELS", "half_labels", "relabelled", "read_pathfinder_metadata", "load_released", "pathfinder_preset",
+__all__ = ["DIFFICULTIES", "metadata_lines", "released_image", "LABELS", "half_labels", "relabelled", "read_pathfinder_metadata", "load_released", "pathfinder_preset",
            "build_pathfinder", "load_pathfinder", "load_pathx"]

@@ -32,6 +32,8 @@ def read_aan_tsv(path: str, fingerprint: str) -> Iterator[dict]:
     del fingerprint  # only keys the cache
     with open(path, encoding="utf-8", errors="replace", newline="\n") as handle:
         for line_number, line in enumerate(handle, start=1):
+            if not line.strip():  # a blank line (a trailing newline too many): no example
+                continue
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) != 5:
                 raise DataFormatError(f"{path}, line {line_number}: expected 5 tab-separated fields "
