@@ -74,3 +74,18 @@ def test_a_trailing_blank_line_in_the_tsv_files_is_no_example(tmp_path):
     for name, folder in (("listops", listops), ("retrieval", aan)):
         after = load_task(name, data_dir=str(folder), cache_dir=str(tmp_path / f"c2_{name}"))
         assert {s: len(d) for s, d in after.dataset.items()} == {s: len(d) for s, d in before[name].dataset.items()}
+
+
+def test_the_saved_listops_tokenizer_gives_exactly_the_training_tokens(tmp_path):
+    from transformers import AutoTokenizer
+
+    from hf_spt.tasks.listops import read_listops_tsv
+
+    row = "( ( ( ( [MAX 2 ) 9 ) ( ( [MED 4 ) 7 ) ] ) 3 ) ]"  # the release's form: parentheses around arguments
+    (tmp_path / "basic_test.tsv").write_text(f"Source\tTarget\n{row}\t9\n")
+    trained = next(read_listops_tsv(str(tmp_path / "basic_test.tsv"), ""))["input_ids"]
+    task = load_task("listops", data_dir=str(write_listops(tmp_path / "listops")), cache_dir=str(tmp_path / "cache"))
+    task.tokenizer.save_pretrained(tmp_path / "saved")
+    for tokenizer in (task.tokenizer, AutoTokenizer.from_pretrained(tmp_path / "saved")):
+        ids = tokenizer(row, add_special_tokens=False)["input_ids"]
+        assert ids == trained and tokenizer.unk_token_id not in ids and len(ids) == 9

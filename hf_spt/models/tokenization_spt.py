@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 from transformers.convert_slow_tokenizer import bytes_to_unicode
 
@@ -43,9 +43,10 @@ def build_byte_tokenizer(add_cls_token: bool = False, model_max_length: int = 40
 
 
 def build_word_tokenizer(
-    symbols: Sequence[str], add_cls_token: bool = False, model_max_length: int = 4096
+    symbols: Sequence[str], add_cls_token: bool = False, model_max_length: int = 4096, dropped_characters: str = ""
 ) -> PreTrainedTokenizerFast:
-    """Word-level tokenizer over whitespace-separated `symbols` (ids 4.. in the order given)."""
+    """Word-level tokenizer over whitespace-separated `symbols` (ids 4.. in the order given). `dropped_characters`
+    are read as spaces (ListOps' parentheses, which its data drop), in the saved tokenizer too."""
     symbols = list(dict.fromkeys(symbols))
     clashes = set(symbols) & set(SPECIAL_TOKENS.values())
     if clashes:
@@ -53,6 +54,8 @@ def build_word_tokenizer(
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS.values())}
     vocab.update({symbol: NUM_SPECIAL_TOKENS + i for i, symbol in enumerate(symbols)})
     tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    if dropped_characters:
+        tokenizer.normalizer = normalizers.Sequence([normalizers.Replace(c, " ") for c in dropped_characters])
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tokenizer.decoder = decoders.WordPiece(prefix="##", cleanup=False)
     return _wrap(tokenizer, add_cls_token, model_max_length)

@@ -144,7 +144,7 @@ def load_listops(
         folder = generated_listops_dir(seed, sizes, min_length, max_length, cache_dir, num_proc)
     else:
         folder = require_path(data_dir, "ListOps data folder", LAYOUT, SOURCE)
-    tokenizer = build_word_tokenizer(VOCABULARY, model_max_length=max_length)
+    tokenizer = build_word_tokenizer(VOCABULARY, model_max_length=max_length, dropped_characters="()")
     splits = {}
     for split, file_name in SPLIT_FILES.items():
         path = require_path(Path(folder) / file_name, f"ListOps {split} file", LAYOUT, SOURCE)
