@@ -36,8 +36,11 @@ DEFAULT_GRID_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ab
 class AblationArguments:
     grid_file: str = field(default=DEFAULT_GRID_FILE, metadata={"help": "Grid file (YAML or JSON)."})
     output_dir: str | None = field(default=None, metadata={"help": "Overrides the grid's output_dir."})
-    arms: str | None = field(default=None, metadata={"help": "Run only these arms (comma-separated names)."})
-    seeds: str | None = field(default=None, metadata={"help": "Run only these seeds (comma-separated)."})
+    arms: str | None = field(default=None, metadata={"help": "Train only these arms (comma-separated names); the "
+                                                             "results still list every finished cell of the grid."})
+    seeds: str | None = field(default=None, metadata={"help": "Train only these seeds (comma-separated; a seed the "
+                                                              "grid lacks joins it); the results list every finished "
+                                                              "cell."})
     torch_threads: int | None = field(default=None, metadata={"help": "torch CPU threads per process."})
 
 
@@ -48,15 +51,16 @@ def main(args: AblationArguments) -> None:
     grid = load_grid(args.grid_file)
     if args.output_dir is not None:
         grid.output_dir = args.output_dir
+    arms = seeds = None
     if args.arms is not None:
-        wanted = args.arms.split(",")
-        unknown = sorted(set(wanted) - {arm.name for arm in grid.arms})
+        arms = args.arms.split(",")
+        unknown = sorted(set(arms) - {arm.name for arm in grid.arms})
         if unknown:
             raise UserInputError(f"--arms {unknown} not in {args.grid_file}; its arms: {[a.name for a in grid.arms]}.")
-        grid.arms = [arm for arm in grid.arms if arm.name in wanted]
     if args.seeds is not None:
-        grid.seeds = [int(seed) for seed in args.seeds.split(",")]
-    run_grid(grid)
+        seeds = [int(seed) for seed in args.seeds.split(",")]
+        grid.seeds = list(dict.fromkeys([*grid.seeds, *seeds]))  # a new seed joins the grid; a listed one is kept
+    run_grid(grid, arms=arms, seeds=seeds)
     from accelerate import PartialState
 
     if PartialState().is_main_process:

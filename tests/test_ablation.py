@@ -134,3 +134,26 @@ def test_ranks_are_dealt_units_in_turn_longest_pretraining_first_then_the_cells_
     run_grid(grid)
     # stage one: [e3 job, e1 job, scratch cell] -> this rank takes the e1 job; stage two: [spt_e1, spt_e3] -> spt_e3
     assert ran == [PretrainJob("m", 1.0, 1, 0), "barrier", cells(grid)[2], "barrier"]
+
+
+def test_a_narrower_rerun_trains_its_arms_and_keeps_every_finished_row(tmp_path, monkeypatch):
+    import sys
+
+    import yaml
+
+    sys.path.insert(0, str(DEFAULT_GRID.parent))
+    import run_ablation
+
+    torch.set_num_threads(1)
+    grid_file = tmp_path / "grid.yaml"
+    grid_file.write_text(yaml.safe_dump({**tiny_grid(tmp_path / "run", ARMS[:2]), "seeds": [0]}))
+    run_ablation.main(run_ablation.AblationArguments(grid_file=str(grid_file)))
+    cells_run = CellRecorder(monkeypatch)
+    cells_run.record_rerun()
+    run_ablation.main(run_ablation.AblationArguments(grid_file=str(grid_file), arms="scratch", seeds="1"))
+    assert [folder.parts[-2:] for folder in cells_run.rerun] == [("scratch", "seed1")]  # only what was asked
+    with open(tmp_path / "run/results.csv") as handle:
+        rows = {(row["arm"], row["seed"]) for row in csv.DictReader(handle)}
+    assert rows == {("scratch", "0"), ("spt", "0"), ("scratch", "1")}
+    recorded = json.loads((tmp_path / "run/grid.json").read_text())
+    assert [arm["name"] for arm in recorded["arms"]] == ["scratch", "spt"] and recorded["seeds"] == [0, 1]

@@ -111,9 +111,12 @@ def grid_record(grid: Grid) -> dict[str, Any]:
     return record
 
 
-@locks_output_dir(lambda grid: grid.output_dir)  # rank 0 holds it; the cells' child processes take none
-def run_grid(grid: Grid) -> list[dict[str, Any]]:
-    """Run every unfinished SPT job and cell of `grid`, then (main process) write the report; return the rows."""
+@locks_output_dir(lambda grid, **selection: grid.output_dir)  # rank 0 holds it; the cells' child processes take none
+def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None = None) -> list[dict[str, Any]]:
+    """Run every unfinished SPT job and cell of `grid` (only those of `arms` and `seeds` when given), then (main
+    process) write the report of every finished cell of the grid; return its rows. A narrower run trains less and
+    reports everything the folder holds: its `grid.json` and results keep the rows of the arms and seeds it left
+    out, and every unit's definition is checked either way."""
     # Without a GPU the launcher's ranks only form a (gloo) group when PartialState is told cpu=True.
     cpu = parse_flag_from_env("ACCELERATE_USE_CPU") or not torch.cuda.is_available()
     state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at barriers for the longest pretraining
@@ -123,7 +126,8 @@ def run_grid(grid: Grid) -> list[dict[str, Any]]:
     check_phase_folders((phase.folder, phase.definition) for phase in planned.values())  # every change listed
     if state.is_main_process:
         write_json(Path(grid.output_dir) / GRID_RECORD_NAME, grid_record(grid))
-    todo_cells = [c for c in cells(grid) if read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
+    todo_cells = [c for c in cells(grid) if (arms is None or c.arm in arms) and (seeds is None or c.seed in seeds)
+                  and read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
     jobs = sorted({job for c in todo_cells if (job := pretrain_job(grid, c)) is not None},
                   key=lambda job: (-job.epochs, str(job)))  # longest first
     jobs = [job for job in jobs if read_json(job.folder(grid) / PHASE_RESULT_NAME) is None]
