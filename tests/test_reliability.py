@@ -155,3 +155,30 @@ def test_grid_cells_in_child_processes_run_under_the_grid_lock(tmp_path):
     with hold_output_dir(tmp_path):  # what rank 0 of run_grid holds while its ranks' children run cells
         ablation._run_in_child(grid, "cell", cell, device_index=None)
     assert (cell.folder(grid) / "phase.json").is_file()
+
+
+@pytest.mark.parametrize("settings", [{"finetune_max_steps": 20, "lr_scheduler_type": "constant"},  # 3 steps an epoch
+                                      {"finetune_epochs": 40, "early_stopping_patience": 1}])
+def test_a_kill_between_the_last_checkpoint_and_the_record_ends_as_the_uninterrupted_run(tmp_path, settings):
+    def run(folder: Path) -> None:
+        data_args, model_args, exp, training = tiny_arguments(folder, **SCRATCH,
+                                                              **{k: v for k, v in settings.items() if k != "finetune_epochs"})
+        exp.finetune_epochs = settings.get("finetune_epochs", exp.finetune_epochs)
+        run_experiment(data_args, model_args, exp, training)
+
+    run(tmp_path / "whole")
+    whole = json.loads((tmp_path / "whole/scratch/phase.json").read_text())
+    assert whole["steps"] == 20 if "finetune_max_steps" in settings else whole["epochs"] < 40  # it stopped early
+    shutil.copytree(tmp_path / "whole", tmp_path / "killed")
+    phase = tmp_path / "killed/scratch"
+    for name in ("phase.json", "log_history.json", "model.safetensors"):  # killed after the last checkpoint
+        (phase / name).unlink()
+    (tmp_path / "killed/results.json").unlink()
+    (phase / ".phase.json.0123456789abcdef.tmp").write_text('{"arm": "scr')  # and while writing its record
+    run(tmp_path / "killed")
+    resumed = json.loads((phase / "phase.json").read_text())
+    assert {k: v for k, v in resumed.items() if k != "seconds"} == {k: v for k, v in whole.items() if k != "seconds"}
+    assert (phase / "model.safetensors").read_bytes() == (tmp_path / "whole/scratch/model.safetensors").read_bytes()
+    steps = [max(e["step"] for e in json.loads((folder / "log_history.json").read_text()))
+             for folder in (phase, tmp_path / "whole/scratch")]
+    assert steps[0] == steps[1] and not list((tmp_path / "killed").rglob("*.tmp"))

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from accelerate import PartialState
-from transformers import EarlyStoppingCallback, PreTrainedConfig, TrainingArguments, set_seed
+from transformers import EarlyStoppingCallback, PreTrainedConfig, TrainerState, TrainingArguments, set_seed
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..analysis.callback import ProximityCallback
 from ..errors import UserInputError
-from ..runs.folder import PHASE_RESULT_NAME, ElapsedTime, read_json, resume_checkpoint, write_json
+from ..runs.folder import PHASE_RESULT_NAME, TRAINER_STATE_NAME, ElapsedTime, read_json, resume_checkpoint, write_json
 from ..runs.phase_definition import (check_phase_folder, finetune_definition, holds_nothing, pretrain_definition,
                                      record_definition)
 from ..tasks import Task
@@ -245,13 +245,37 @@ def _recorded(folder: Path, definition: dict[str, Any]) -> Iterator[None]:
 
 def _train(trainer, folder: Path) -> ElapsedTime:
     """Train, resuming from the folder's newest complete checkpoint if an earlier run was interrupted;
-    returns the phase's clock, which counts the earlier sessions too."""
+    returns the phase's clock, which counts the earlier sessions too. A checkpoint written when training had
+    ended (its last step, or early stopping's) is not trained from: the run was killed before its record, and
+    transformers would train one step past max_steps (or one more epoch) on resuming it (`_end_at`)."""
     checkpoint = resume_checkpoint(folder)
     clock = ElapsedTime.from_checkpoint(checkpoint)
     trainer.add_callback(clock)
     trainer.add_callback(StepTimeEstimate())
-    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    if checkpoint is not None and _training_ended(checkpoint):
+        _end_at(trainer, checkpoint)
+    else:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
     return clock
+
+
+def _training_ended(checkpoint: Path) -> bool:
+    """Whether the checkpoint was saved when training ended: at its last step, or with the Trainer told to stop."""
+    state = TrainerState.load_from_json(str(checkpoint / TRAINER_STATE_NAME))
+    control = (state.stateful_callbacks or {}).get("TrainerControl", {}).get("args", {})
+    return 0 < state.max_steps <= state.global_step or bool(control.get("should_training_stop"))
+
+
+def _end_at(trainer, checkpoint: Path) -> None:
+    """What `Trainer.train` does once its loop ends, from a checkpoint saved at that end: its state, and the
+    best-validation weights (or the checkpoint's), with the closing summary logged as `train` logs it."""
+    trainer.state = TrainerState.load_from_json(str(checkpoint / TRAINER_STATE_NAME))
+    if trainer.args.load_best_model_at_end and trainer.state.best_model_checkpoint is not None:
+        trainer.state.best_model_checkpoint = str(checkpoint.parent / Path(trainer.state.best_model_checkpoint).name)
+        trainer._load_best_model()
+    else:
+        trainer._load_from_checkpoint(str(checkpoint))
+    trainer.log({"train_runtime": 0.0, "total_flos": trainer.state.total_flos, "resumed_at_end": checkpoint.name})
 
 
 def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardData | None = None) -> dict[str, Any]:

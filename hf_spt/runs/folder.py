@@ -121,6 +121,7 @@ def hold_output_dir(folder: str | Path) -> Iterator[Path]:
             f"{folder} is in use by another run ({_holder_text(folder)}). Wait for it to end, or pass another "
             "--output_dir; two runs in one folder would resume from each other's checkpoints."
         ) from None
+    remove_stale_temporaries(folder)  # left by a kill while writing; nobody else writes here while we hold it
     try:
         write_json(folder / HOLDER_NAME, {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
                                           "started": datetime.now(timezone.utc).isoformat(timespec="seconds")})
@@ -152,6 +153,18 @@ def locks_output_dir(folder_of: Callable[..., str | Path]) -> Callable[[F], F]:
         return run  # type: ignore[return-value]
 
     return decorate
+
+
+_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{16}\.tmp")
+
+
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Remove the temporary files `write_text` left under `folder` when a kill stopped it before its rename (only
+    call it with the folder's lock held); returns them."""
+    stale = [path for path in Path(folder).rglob(".*.tmp") if _TEMPORARY.fullmatch(path.name) and path.is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 def _create_temporary(path: Path) -> tuple[int, Path]:
@@ -270,6 +283,6 @@ class ElapsedTime(TrainerCallback, ExportableState):
         return cls(float(state.get("attributes", {}).get("earlier_seconds", 0.0)))
 
 
-__all__ = ["PLAIN_NAME", "check_plain_name", "check_output_folder", "PHASE_RESULT_NAME", "LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",
+__all__ = ["PLAIN_NAME", "check_plain_name", "check_output_folder", "remove_stale_temporaries", "PHASE_RESULT_NAME", "LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",
            "locks_output_dir", "write_text", "write_json", "read_json", "is_complete_checkpoint", "resume_checkpoint",
            "ElapsedTime"]
