@@ -79,9 +79,10 @@ def suite_from(args: LraArguments) -> LraSuite:
 
 def plan_text(suite: LraSuite) -> str:
     """Which tasks run (with their data folder or 'generated'), then what is missing and where to put it."""
-    found, tasks = runnable_tasks(suite)
+    found, _ = runnable_tasks(suite)
+    grid = lra_grid(suite)  # what the suite will read: a mini task generated whatever data_root holds
     lines = [f"LRA suite ({suite.scale}), seeds {suite.seeds}, output {suite.output_dir}:"]
-    lines += [f"  {task}: {found.get(task) or 'generated'}" for task in tasks]
+    lines += [f"  {task}: {spec.data_dir or 'generated'}" for task, spec in grid.tasks.items()]
     always_generated = MINI_GENERATED if suite.scale == "mini" else ()
     missing = missing_data_report(suite.data_root, {t: f for t, f in found.items() if t not in always_generated})
     return "\n".join(lines + ([f"Data missing:\n{missing}"] if missing else []))

@@ -197,3 +197,32 @@ def test_early_stopping_ends_finetuning_within_the_epoch_budget(tmp_path):
     result = finetune(task, config, exp, SharedTrainingArguments(output_dir=str(tmp_path), report_to="none"),
                       tmp_path / "scratch", "scratch")
     assert result["epochs"] < 40 and result["steps"] == result["epochs"]  # one step an epoch: 32 rows, batch 32
+
+
+def test_the_plan_names_what_will_be_read_and_a_release_one_level_down(lra_root, tmp_path, capsys):
+    import shutil
+
+    import run_lra
+
+    run_lra.main(run_lra.LraArguments(dry_run=True, scale="mini", data_root=str(lra_root), seeds="0"))
+    out = capsys.readouterr().out
+    assert "listops: generated" in out and "pathfinder: generated" in out  # the mini suite generates them
+    assert str(lra_root / "listops") not in out.split("Optimizer steps")[0]
+    nested = tmp_path / "nested"
+    shutil.copytree(lra_root, nested / "lra_release")  # unpacked into a folder of its own name
+    report = missing_data_report(nested, find_lra_data(nested))
+    assert f"Found it one level down, in {nested / 'lra_release' / 'listops'}" in report
+    assert f"pass --data_root {nested / 'lra_release'}" in report
+
+
+def test_a_truncated_parquet_file_is_named_not_a_traceback(tmp_path):
+    import pandas as pd
+
+    from hf_spt.tasks import load_task
+    from hf_spt.tasks.common import DataFormatError
+
+    path = tmp_path / "train.parquet"
+    pd.DataFrame({"text": ["a b", "c d"] * 10, "label": [0, 1] * 10}).to_parquet(path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(DataFormatError, match=f"Could not read {path}"):
+        load_task("custom", train_file=str(path), cache_dir=str(tmp_path / "cache"))

@@ -57,8 +57,8 @@ def read_files(files: dict[str, str], cache_dir: str | None) -> DatasetDict:
         try:
             data[split] = load_dataset(BUILDERS[suffix], data_files=str(path), split="train", cache_dir=cache_dir,
                                        **options)
-        except DatasetGenerationError as error:
-            raise DataFormatError(f"Could not read {path}: {error.__cause__ or error}") from None
+        except (DatasetGenerationError, pa.ArrowException) as error:  # a truncated parquet file is the latter
+            raise DataFormatError(f"Could not read {path}: {getattr(error, '__cause__', None) or error}") from None
         except ValueError as error:
             if "corresponds to no data" not in str(error):
                 raise

@@ -88,6 +88,17 @@ def find_lra_data(data_root: str | Path | None, tasks: tuple[str, ...] = LRA_TAS
     return found
 
 
+def _one_level_down(data_root: str | Path | None, task: str) -> Path | None:
+    """The task's data folder in a subfolder of `data_root` (lra_release/lra_release/...), if one holds it."""
+    if not data_root or not Path(data_root).is_dir():
+        return None
+    for child in sorted(p for p in Path(data_root).iterdir() if p.is_dir()):
+        found = find_lra_data(child, (task,))[task]
+        if found is not None:
+            return found
+    return None
+
+
 def missing_data_report(data_root: str | Path | None, found: dict[str, Path | None]) -> str:
     """What to put where for every task without data (empty when none is missing): the loader's layout,
     DATA_DIR spelled as the folder to create, and where the files come from."""
@@ -100,6 +111,10 @@ def missing_data_report(data_root: str | Path | None, found: dict[str, Path | No
         fallback = "generated instead" if spec.generated else "skipped"
         lines += [f"{task}: no data under {target} ({fallback}). Put there:",
                   spec.layout.replace("DATA_DIR", str(target)), f"  from {spec.source}"]
+        deeper = _one_level_down(data_root, task)
+        if deeper is not None:
+            lines.append(f"  Found it one level down, in {deeper}: pass --data_root {deeper.parent} (a release "
+                         "unpacked into a folder of its own name).")
     return "\n".join(lines)
 
 
