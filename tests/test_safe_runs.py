@@ -3,6 +3,7 @@ output folder that cannot hold a run is refused in one line."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -134,3 +135,34 @@ def test_hub_data_offline_is_one_line_and_exit_2(flags):
                           cwd=ROOT, capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == USER_ERROR_STATUS and "cannot be downloaded here" in done.stderr
     assert "Traceback" not in done.stderr and not (ROOT / "unused_offline").exists()
+
+
+def test_bf16_on_a_cpu_trains_the_projections_in_bf16_and_attention_in_fp32(tmp_path, monkeypatch):
+    import torch
+
+    from hf_spt.models import attention_spt
+
+    seen = []
+    original = attention_spt.eager_attention_forward
+
+    def recording(module, query, *args, **kwargs):
+        seen.append((query.dtype, torch.is_autocast_enabled("cpu")))
+        return original(module, query, *args, **kwargs)
+
+    linear_outputs = set()
+    linear_forward = torch.nn.Linear.forward
+
+    def recording_linear(self, inputs):
+        output = linear_forward(self, inputs)
+        linear_outputs.add(output.dtype)
+        return output
+
+    monkeypatch.setitem(attention_spt.ALL_ATTENTION_FUNCTIONS, "sdpa", recording)
+    monkeypatch.setattr(torch.nn.Linear, "forward", recording_linear)
+    result = run_experiment(*tiny_arguments(tmp_path / "bf16", mode="scratch", bf16=True))
+    assert result["arms"][0]["test_accuracy"] is not None
+    assert torch.bfloat16 in linear_outputs  # the Trainer autocasts the projections...
+    assert seen and set(seen) == {(torch.float32, False)}  # ...and attention is left out of it, in float32
+    assert json.loads((tmp_path / "bf16/results.json").read_text())["training"]["bf16"] is True
+    with pytest.raises(UserInputError, match="--fp16 needs a GPU"):
+        run_experiment(*tiny_arguments(tmp_path / "fp16", mode="scratch", fp16=True))

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from ..errors import UserInputError
 from ..tasks import Task
 from ..training.arguments import FinetuneArguments, PretrainArguments
 from ..training.length_grouping import default_sampling_strategy
@@ -41,6 +42,10 @@ def trainer_kwargs(
     """
     batch = exp.phase_setting(training, phase, "batch_size")
     batch = preset_batch if batch is None else batch
+    on_cpu = not accelerator_available(training)
+    if training.fp16 and on_cpu:
+        raise UserInputError("--fp16 needs a GPU; on this CPU-only machine it would be recorded and do nothing. Use "
+                             "--bf16 (linear layers in bfloat16, attention in float32: docs/performance.md) or neither.")
     eval_batch = batch if training.per_device_eval_batch_size is None else training.per_device_eval_batch_size
     pin_memory = training.dataloader_pin_memory
     return {
@@ -56,6 +61,8 @@ def trainer_kwargs(
         "hub_model_id": f"{training.hub_model_id}-{folder.name}" if training.push_to_hub else None,
         "hub_strategy": training.hub_strategy or "end",
         "dataloader_pin_memory": accelerator_available(training) if pin_memory is None else pin_memory,
+        # --bf16 without an accelerator: transformers asks for use_cpu, then autocasts on the CPU
+        **({"use_cpu": True} if training.bf16 and on_cpu else {}),
     }
 
 

@@ -10,6 +10,7 @@ and SDPA keeps its fused kernel.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import torch
 from torch import nn
@@ -110,16 +111,20 @@ class SptAttention(nn.Module):
 
         implementation = "eager" if output_attentions else self.config._attn_implementation
         attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
-        output, probs = attention_interface(
-            self,
-            query,
-            key,
-            value,
-            attention_mask,
-            dropout=self.config.attention_probs_dropout_prob if self.training else 0.0,
-            scaling=self.scaling,
-            **kwargs,
-        )
+        cpu_autocast = query.device.type == "cpu" and torch.is_autocast_enabled("cpu")
+        if cpu_autocast:  # --bf16 on a CPU: the projections in bfloat16, attention in float32 (CPU kernels are
+            query, key, value = query.float(), key.float(), value.float()  # slower in bf16: docs/performance.md)
+        with torch.autocast("cpu", enabled=False) if cpu_autocast else nullcontext():
+            output, probs = attention_interface(
+                self,
+                query,
+                key,
+                value,
+                attention_mask,
+                dropout=self.config.attention_probs_dropout_prob if self.training else 0.0,
+                scaling=self.scaling,
+                **kwargs,
+            )
         output = self.o_proj(output.reshape(batch, length, -1))
         return output, probs
 
