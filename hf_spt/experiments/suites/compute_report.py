@@ -30,6 +30,7 @@ from ..phases import LOG_HISTORY_NAME
 from ..pipeline import prepare_pretrain_task, prepare_task
 from ..run_results import ARM_FOLDERS
 from .ablation import prepare_unit
+from .ablation_report import mean_std
 from .analysis_run import AnalysisArguments, read_record, recorded_settings, run_record
 from .grid import GRID_RECORD_NAME, Grid, arm_named, cells, parse_grid, pretrain_job
 
@@ -165,9 +166,8 @@ def _test(curves: list[ComputeCurve], config: str, arm: str) -> str:
     values = [100 * c.test_accuracy for c in curves if c.config == config and c.arm == arm and c.test_accuracy is not None]
     if not values:
         return "n/a"
-    mean = sum(values) / len(values)
-    std = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
-    return f"{mean:.1f} ± {std:.1f}"
+    stats = mean_std(values)
+    return f"{stats['mean']:.1f} ± {stats['std']:.1f}"
 
 
 def compute_markdown(curves: list[ComputeCurve]) -> str:
@@ -203,11 +203,14 @@ def plot_compute(curves: list[ComputeCurve], config: str, path: Path) -> None:
             color = f"C{index % 10}"
             for curve in (c for c in curves if c.config == config and c.arm == arm and c.points):
                 axis.plot(curve.flops(), [100 * a for _, a in curve.points], color=color, alpha=0.3, linewidth=0.8)
-            axis.plot(combined.flops, [100 * b for b in combined.best_so_far], color=color, linewidth=2,
-                      label=f"{arm} ({combined.seeds} seed{'s' * (combined.seeds > 1)})")
-        axis.set(xscale="log", xlabel="cumulative training FLOPs (pretraining included)",
-                 ylabel="validation accuracy (%)", title=f"{config}: accuracy against compute", ylim=(0, 100))
-        axis.legend(fontsize=8, title="thick: mean best-so-far; thin: each seed", title_fontsize=8)
+            axis.plot(combined.flops, [100 * b for b in combined.best_so_far], color=color, linewidth=2, marker="o",
+                      markersize=3, label=f"{arm} ({combined.seeds} seed{'s' * (combined.seeds > 1)})")
+            pretraining = next(c.pretrain_flops for c in curves if c.config == config and c.arm == arm)
+            if pretraining:  # where the arm's fine-tuning starts: its pretraining's cost
+                axis.axvline(pretraining, color=color, linestyle=":", linewidth=1)
+        axis.set(xscale="log", xlabel="cumulative training FLOPs (pretraining included; dotted: pretraining's cost)",
+                 ylabel="validation accuracy (%)", title=f"{config}: accuracy against compute", ylim=(0, 102))
+        axis.legend(fontsize=8, loc="lower right", title="thick: mean best-so-far; thin: each seed", title_fontsize=8)
 
 
 def write_compute_report(curves: list[ComputeCurve], output_dir: str | Path, prefix: str) -> list[Path]:
