@@ -126,7 +126,7 @@ def test_init_parts_loaded_keys_are_recorded_in_phase_json_and_card(tmp_path):
 
 @pytest.mark.parametrize("setting, message", [
     ({"mlm_probability": 0.0}, r"--mlm_probability 0.0: must be a number in \(0, 1\]"),
-    ({"num_train_epochs": 0.0}, r"--num_train_epochs 0.0: must be a number > 0"),
+    ({"num_train_epochs": 0.0}, r"--num_train_epochs 0.0: must be a finite number > 0"),
     ({"finetune_batch_size": 0}, r"--finetune_batch_size 0: must be a whole number >= 1"),
     ({"max_steps": 0}, r"--max_steps 0: must be a whole number >= 1, or -1"),
     ({"early_stopping_patience": 0}, r"--early_stopping_patience 0: must be a whole number >= 1"),
@@ -197,7 +197,7 @@ def test_run_spt_user_errors_exit_2_in_one_line(tmp_path, argv, message):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"experiment": {"finetune_epochs": 0}}, r"--finetune_epochs 0: must be a number > 0"),
+    ({"experiment": {"finetune_epochs": 0}}, r"--finetune_epochs 0: must be a finite number > 0"),
     ({"arms": [{"name": "a", "num_layers": 0}]}, r"Arm 'a': num_layers must be above 0"),
 ])
 def test_grid_values_outside_their_range_are_rejected_when_parsed(change, message):
