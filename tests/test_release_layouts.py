@@ -3,6 +3,7 @@ size, the tfds difficulty names, and a trailing blank line in the TSV files."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -27,6 +28,23 @@ def test_an_empty_png_is_skipped_and_counted_as_lra_does(tmp_path, caplog):
         task = _pathfinder(tmp_path)
     assert sum(len(task.dataset[split]) for split in task.dataset) == 29
     assert "skipped 1 empty image file" in caplog.text and "sample_7.png" in caplog.text
+    assert task.data_notes == [f"1 empty image file(s) of {tmp_path / 'pf' / 'curv_contour_length_14'} skipped, as "
+                               "LRA's pipeline skips them"]
+    assert _pathfinder(tmp_path).data_notes == task.data_notes  # read from the cache too
+
+
+def test_the_phase_record_counts_the_skipped_images(tmp_path):
+    from tiny_backbone_runs import tiny_arguments
+
+    from hf_spt.experiments.pipeline import run_experiment
+
+    root = write_pathfinder(tmp_path / "pf", 20, image_size=32)
+    next(root.rglob("sample_3.png")).write_bytes(b"")
+    data, model, exp, training = tiny_arguments(tmp_path / "run", mode="scratch")
+    data.task, data.data_dir, data.task_options = "pathfinder", str(tmp_path / "pf"), {}
+    result = run_experiment(data, model, exp, training)
+    assert result["arms"][0]["data_notes"] == [f"1 empty image file(s) of {root} skipped, as LRA's pipeline skips them"]
+    assert json.loads((tmp_path / "run/scratch/phase.json").read_text())["data_notes"] == result["arms"][0]["data_notes"]
 
 
 def test_metadata_saved_with_np_save_is_read_like_the_text_lines(tmp_path):

@@ -160,7 +160,8 @@ def _run_pretrain(phase: PlannedPhase) -> dict[str, Any]:
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
                                      "epochs": trainer.state.epoch, "steps": trainer.state.global_step,
                                      "seconds": clock.seconds(), "train_sampling_strategy": args.train_sampling_strategy,
-                                     "pretraining_data": card.pretraining_data}, card)
+                                     "pretraining_data": card.pretraining_data,
+                                     **({"data_notes": task.data_notes} if task.data_notes else {})}, card)
 
 
 def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
@@ -190,7 +191,8 @@ def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
     result = {"arm": phase.arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
               "freeze_parts": phase.freeze_parts, "finetune_method": phase.method, **parameter_counts(model),
               "seconds": clock.seconds(), "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
-              "train_sampling_strategy": args.train_sampling_strategy, **({"loaded": loaded} if loaded else {})}
+              "train_sampling_strategy": args.train_sampling_strategy, **({"loaded": loaded} if loaded else {}),
+              **({"data_notes": task.data_notes} if task.data_notes else {})}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
     card = phase_card_data(task, model.config, exp, phase.arm, args, init_from,

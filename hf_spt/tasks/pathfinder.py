@@ -170,6 +170,7 @@ def build_pathfinder(name: str, data_dir: str | None, seed: int, image_size: int
     if label not in LABELS:
         raise UserInputError(f"{name}: unknown label {label!r}; choose one of {', '.join(LABELS)}.")
     layout = LAYOUT.format(difficulty=difficulty)
+    notes: list[str] = []
     if data_dir is None:
         if num_distractors < 0 or contour_length < 1:
             raise UserInputError(f"{name}: contour_length must be at least 1 and num_distractors at least 0, got "
@@ -187,13 +188,18 @@ def build_pathfinder(name: str, data_dir: str | None, seed: int, image_size: int
         folder = require_path(folder, f"{name} data folder", layout, SOURCE)
         require_path(folder / "metadata", f"{name} metadata folder", layout, SOURCE)
         everything = load_released(folder, image_size, num_proc, cache_dir)
+        listed = sum(1 for metadata in (folder / "metadata").glob("*.npy") for fields in metadata_lines(metadata)
+                     if fields)
+        if listed > len(everything):  # the rows (cached or not) against the metadata: the empty images skipped
+            notes.append(f"{listed - len(everything)} empty image file(s) of {folder} skipped, as LRA's pipeline "
+                         "skips them")
     if label != "path":
         everything = relabelled(everything, label, seed, image_size)
     rest, test = carve_validation(everything, 0.1, seed)
     train, validation = carve_validation(rest, 1 / 9, seed)
     dataset = DatasetDict(train=train, validation=validation, test=test)
     return Task(name, dataset, build_pixel_tokenizer(image_size * image_size), pathfinder_preset(image_size),
-                label_names=LABELS[label])
+                label_names=LABELS[label], data_notes=notes)
 
 
 def register_variant(name: str, image_size: int, description: str, release: str) -> Callable[..., Task]:

@@ -42,7 +42,8 @@ class TaskPreset:
 
 @dataclass
 class Task:
-    """A loaded task: data, tokenizer, preset, and label names (index = label id)."""
+    """A loaded task: data, tokenizer, preset, label names (index = label id), and notes on what building the
+    data left out (skipped files), which every phase trained on it records in its `phase.json`."""
 
     name: str
     dataset: DatasetDict
@@ -50,6 +51,7 @@ class Task:
     preset: TaskPreset
     label_names: list[str] | None = None
     is_pair: bool = False
+    data_notes: list[str] = field(default_factory=list)  # what building the data left out, for the phase records
 
     def id2label(self) -> dict[int, str]:
         names = self.label_names or [str(i) for i in range(self.preset.num_labels)]
