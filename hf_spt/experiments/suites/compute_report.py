@@ -32,7 +32,7 @@ from ..run_results import ARM_FOLDERS
 from .ablation import prepare_unit
 from .ablation_report import mean_std
 from .analysis_run import AnalysisArguments, read_record, recorded_settings, run_record
-from .grid import GRID_RECORD_NAME, Grid, arm_named, cells, parse_grid, pretrain_job
+from .grid import GRID_RECORD_NAME, Grid, cells, parse_grid, pretrain_job
 
 CONFIG_NAME = "config.json"
 
@@ -47,6 +47,7 @@ def _config(folder: Path) -> SimpleNamespace:
 
 
 def _lengths(task) -> list[int]:
+    """Token counts of the sequences the encoder reads in one epoch (both documents of a pair)."""
     return list(map(len, inputs_only(task.dataset["train"])["input_ids"]))
 
 
@@ -88,8 +89,7 @@ def grid_compute_curves(grid: Grid) -> list[ComputeCurve]:
             continue
         job = pretrain_job(grid, cell)
         spent = pretraining_flops(job.folder(grid), lengths_of(job.task, cell.seed)) if job else 0.0
-        curves.append(phase_curve(folder, cell.task, arm_named(grid, cell.arm).name, cell.seed,
-                                  lengths_of(cell.task, cell.seed), spent))
+        curves.append(phase_curve(folder, cell.task, cell.arm, cell.seed, lengths_of(cell.task, cell.seed), spent))
     return curves
 
 
