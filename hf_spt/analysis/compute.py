@@ -105,6 +105,8 @@ class ArmCurve:
     flops: list[float]
     best_so_far: list[float]
     total_flops: float  # mean over seeds, pretraining included
+    pretrain_flops: float  # mean over seeds (the seeds of an arm pretrain alike)
+    test_accuracies: list[float]  # the seeds' that have one
 
     @property
     def best(self) -> float:
@@ -127,7 +129,8 @@ def arm_curve(curves: list[ComputeCurve]) -> ArmCurve:
         mean_flops.append(float(known.mean()))
     totals = [curve.flops()[-1] for curve in curves]
     return ArmCurve(curves[0].arm, len(curves), mean_flops, [float(v) for v in best.mean(axis=0)],
-                    float(np.mean(totals)))
+                    float(np.mean(totals)), float(np.mean([curve.pretrain_flops for curve in curves])),
+                    [curve.test_accuracy for curve in curves if curve.test_accuracy is not None])
 
 
 __all__ = ["TRAINING_PASSES", "forward_flops", "training_flops", "epoch_accuracies", "ComputeCurve", "ArmCurve",

@@ -24,6 +24,7 @@ from typing import Any
 from transformers import TrainingArguments
 
 from ..errors import UserInputError
+from ..runs.folder import check_output_folder
 from ..training.arguments import FinetuneArguments, PretrainArguments
 from ..training.metrics import SHIPPED_METRICS
 from ..training.parts import parse_parts
@@ -336,9 +337,8 @@ class SharedTrainingArguments(TrainingArguments):
         for spec in fields(self):
             if spec.init and getattr(self, spec.name) in (None, False) and _default(spec) in ("", "no"):
                 setattr(self, spec.name, _default(spec))
-        if self.output_dir is not None and not str(self.output_dir).strip():
-            raise UserInputError("--output_dir is empty: name the folder the run writes into (an empty name would "
-                                 "write into the current folder).")
+        if self.output_dir is not None:
+            check_output_folder(self.output_dir)
 
     def given(self) -> dict[str, Any]:
         """The fields set away from this class's defaults (what results.json records), secrets redacted."""

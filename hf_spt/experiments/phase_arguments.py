@@ -60,7 +60,7 @@ def trainer_kwargs(
         # with --push_to_hub: the phase's final model only (hub_strategy "end"), to HUB_MODEL_ID-<phase folder>
         "hub_model_id": f"{training.hub_model_id}-{folder.name}" if training.push_to_hub else None,
         "hub_strategy": training.hub_strategy or "end",
-        "dataloader_pin_memory": accelerator_available(training) if pin_memory is None else pin_memory,
+        "dataloader_pin_memory": not on_cpu if pin_memory is None else pin_memory,
         # --bf16 without an accelerator: transformers asks for use_cpu, then autocasts on the CPU
         **({"use_cpu": True} if training.bf16 and on_cpu else {}),
     }

@@ -254,24 +254,26 @@ def _train(trainer, folder: Path) -> ElapsedTime:
     clock = ElapsedTime.from_checkpoint(checkpoint)
     trainer.add_callback(clock)
     trainer.add_callback(StepTimeEstimate())
-    if checkpoint is not None and _training_ended(checkpoint):
-        _end_at(trainer, checkpoint)
+    state = TrainerState.load_from_json(str(checkpoint / TRAINER_STATE_NAME)) if checkpoint is not None else None
+    if state is not None and _training_ended(state):
+        _end_at(trainer, checkpoint, state)
     else:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
     return clock
 
 
-def _training_ended(checkpoint: Path) -> bool:
-    """Whether the checkpoint was saved when training ended: at its last step, or with the Trainer told to stop."""
-    state = TrainerState.load_from_json(str(checkpoint / TRAINER_STATE_NAME))
+def _training_ended(state: TrainerState) -> bool:
+    """Whether a checkpoint's state was saved when training ended: at its last step, or with the Trainer told to
+    stop."""
     control = (state.stateful_callbacks or {}).get("TrainerControl", {}).get("args", {})
     return 0 < state.max_steps <= state.global_step or bool(control.get("should_training_stop"))
 
 
-def _end_at(trainer, checkpoint: Path) -> None:
-    """What `Trainer.train` does once its loop ends, from a checkpoint saved at that end: its state, and the
-    best-validation weights (or the checkpoint's), with the closing summary logged as `train` logs it."""
-    trainer.state = TrainerState.load_from_json(str(checkpoint / TRAINER_STATE_NAME))
+def _end_at(trainer, checkpoint: Path, state: TrainerState) -> None:
+    """What `Trainer.train` does once its loop ends, from a checkpoint saved at that end (`state`, its trainer
+    state): the state, and the best-validation weights (or the checkpoint's), with the closing summary logged as
+    `train` logs it."""
+    trainer.state = state
     if trainer.args.load_best_model_at_end and trainer.state.best_model_checkpoint is not None:
         trainer.state.best_model_checkpoint = str(checkpoint.parent / Path(trainer.state.best_model_checkpoint).name)
         trainer._load_best_model()

@@ -61,10 +61,9 @@ def pretraining_flops(folder: Path, lengths: list[int]) -> float:
 
 
 def phase_curve(folder: Path, config_name: str, arm: str, seed: int, lengths: list[int],
-                pretrain_flops: float) -> ComputeCurve:
-    """A finished fine-tuning phase's curve (`analysis.compute.ComputeCurve`)."""
+                pretrain_flops: float, result: dict[str, Any]) -> ComputeCurve:
+    """The curve (`analysis.compute.ComputeCurve`) of a finished fine-tuning phase whose `phase.json` is `result`."""
     history = read_json(folder / LOG_HISTORY_NAME)
-    result = read_json(folder / PHASE_RESULT_NAME) or {}
     if not isinstance(history, list):
         raise MissingInputError(f"{folder / LOG_HISTORY_NAME} is missing: the phase's per-epoch validation is needed "
                                 "for its compute curve.")
@@ -85,11 +84,13 @@ def grid_compute_curves(grid: Grid) -> list[ComputeCurve]:
     curves = []
     for cell in cells(grid):
         folder = cell.folder(grid)
-        if read_json(folder / PHASE_RESULT_NAME) is None:
+        result = read_json(folder / PHASE_RESULT_NAME)
+        if result is None:
             continue
         job = pretrain_job(grid, cell)
         spent = pretraining_flops(job.folder(grid), lengths_of(job.task, cell.seed)) if job else 0.0
-        curves.append(phase_curve(folder, cell.task, cell.arm, cell.seed, lengths_of(cell.task, cell.seed), spent))
+        curves.append(phase_curve(folder, cell.task, cell.arm, cell.seed, lengths_of(cell.task, cell.seed), spent,
+                                  result))
     return curves
 
 
@@ -112,7 +113,7 @@ def run_compute_curves(run: str | Path) -> list[ComputeCurve]:
                 print(f"{arm['arm']}: starts from {arm['init_from']}, whose compute is unknown; left out.")
                 continue
             spent = pretraining_flops(run / "pretrain", pretrain_lengths)
-        curves.append(phase_curve(run / arm["arm"], record["task"], arm["arm"], seed, lengths, spent))
+        curves.append(phase_curve(run / arm["arm"], record["task"], arm["arm"], seed, lengths, spent, arm))
     return curves
 
 
@@ -162,11 +163,10 @@ def _flops(value: float | None) -> str:
     return "never" if value is None else f"{value:.2e}"
 
 
-def _test(curves: list[ComputeCurve], config: str, arm: str) -> str:
-    values = [100 * c.test_accuracy for c in curves if c.config == config and c.arm == arm and c.test_accuracy is not None]
-    if not values:
+def _test(curve: ArmCurve) -> str:
+    if not curve.test_accuracies:
         return "n/a"
-    stats = mean_std(values)
+    stats = mean_std([100 * accuracy for accuracy in curve.test_accuracies])
     return f"{stats['mean']:.1f} ± {stats['std']:.1f}"
 
 
@@ -177,9 +177,8 @@ def compute_markdown(curves: list[ComputeCurve]) -> str:
         out += [f"## {config}", "", "| arm | seeds | best validation % (mean) | test %, mean ± std | pretraining FLOPs "
                 "| total training FLOPs (mean) |", "|---|---|---|---|---|---|"]
         for arm, curve in arms.items():
-            pretrain = next(c.pretrain_flops for c in curves if c.config == config and c.arm == arm)
-            out.append(f"| {arm} | {curve.seeds} | {100 * curve.best:.1f} | {_test(curves, config, arm)} | "
-                       f"{_flops(pretrain) if pretrain else '0'} | {curve.total_flops:.2e} |")
+            out.append(f"| {arm} | {curve.seeds} | {100 * curve.best:.1f} | {_test(curve)} | "
+                       f"{_flops(curve.pretrain_flops) if curve.pretrain_flops else '0'} | {curve.total_flops:.2e} |")
         scratch = [arm for arm in arms if _is_scratch(arm)]
         spt = [arm for arm in arms if _is_spt(arm)]
         if scratch and spt:
@@ -205,9 +204,8 @@ def plot_compute(curves: list[ComputeCurve], config: str, path: Path) -> None:
                 axis.plot(curve.flops(), [100 * a for _, a in curve.points], color=color, alpha=0.3, linewidth=0.8)
             axis.plot(combined.flops, [100 * b for b in combined.best_so_far], color=color, linewidth=2, marker="o",
                       markersize=3, label=f"{arm} ({combined.seeds} seed{'s' * (combined.seeds > 1)})")
-            pretraining = next(c.pretrain_flops for c in curves if c.config == config and c.arm == arm)
-            if pretraining:  # where the arm's fine-tuning starts: its pretraining's cost
-                axis.axvline(pretraining, color=color, linestyle=":", linewidth=1)
+            if combined.pretrain_flops:  # where the arm's fine-tuning starts: its pretraining's cost
+                axis.axvline(combined.pretrain_flops, color=color, linestyle=":", linewidth=1)
         axis.set(xscale="log", xlabel="cumulative training FLOPs (pretraining included; dotted: pretraining's cost)",
                  ylabel="validation accuracy (%)", title=f"{config}: accuracy against compute", ylim=(0, 102))
         axis.legend(fontsize=8, loc="lower right", title="thick: mean best-so-far; thin: each seed", title_fontsize=8)
