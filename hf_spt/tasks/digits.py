@@ -87,10 +87,16 @@ def training_subset(pool: np.ndarray, labels: np.ndarray, num_train: int | None,
     return np.sort(pool[stratified_order(labels[pool], np.random.default_rng(seed))[:num_train]])
 
 
-def check_image_size(image_size: int) -> None:
+def digits_pictures(image_size: int, num_validation: int, num_test: int,
+                    split_seed: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """What the task and the image folder both show: every picture as (image_size, image_size) grayscale pixels
+    (`digit_pixels`), the labels, and the fixed split indices (`digits_splits`: the training pool whole)."""
     if not isinstance(image_size, int) or isinstance(image_size, bool) or image_size < NATIVE_SIZE:
         raise UserInputError(f"digits: image_size is the pictures' side in pixels, {NATIVE_SIZE} (native) or more "
                              f"(16, 24, 32 upsampled), got {image_size!r}.")
+    pictures, labels = digits_arrays()
+    splits = digits_splits(labels, num_validation, num_test, split_seed)
+    return digit_pixels(pictures, image_size), labels, splits
 
 
 PRESET = TaskPreset(
@@ -122,17 +128,14 @@ def load_digits_task(
     if data_dir is not None:
         raise UserInputError("digits reads scikit-learn's bundled pictures and takes no --data_dir; to read pictures "
                              "from a folder use --task image --data_dir (write_digits_image_folder writes these).")
-    check_image_size(image_size)
-    pictures, labels = digits_arrays()
-    splits = digits_splits(labels, num_validation, num_test, split_seed)
+    pixels, labels, splits = digits_pictures(image_size, num_validation, num_test, split_seed)
     splits["train"] = training_subset(splits["train"], labels, num_train, seed)
-    pixels = digit_pixels(pictures, image_size)
-    dataset = DatasetDict({split: Dataset.from_dict({"input_ids": [pixel_ids(pixels[i]) for i in indices],
-                                                     "labels": labels[indices].tolist()})
-                           for split, indices in splits.items()})
+    dataset = DatasetDict({split: Dataset.from_dict({"input_ids": [pixel_ids(pixels[i]) for i in splits[split]],
+                                                     "labels": labels[splits[split]].tolist()})
+                           for split in ("train", "validation", "test")})
     num_pixels = image_size * image_size
-    return Task("digits", DatasetDict(train=dataset["train"], validation=dataset["validation"], test=dataset["test"]),
-                build_pixel_tokenizer(num_pixels), replace(PRESET, max_length=num_pixels), label_names=LABEL_NAMES)
+    return Task("digits", dataset, build_pixel_tokenizer(num_pixels), replace(PRESET, max_length=num_pixels),
+                label_names=LABEL_NAMES)
 
 
 def write_digits_image_folder(root: str | Path, image_size: int = 16, num_validation: int = 200, num_test: int = 400,
@@ -141,10 +144,7 @@ def write_digits_image_folder(root: str | Path, image_size: int = 16, num_valida
     `test/<digit>/<index>.png`), the layout `--task image --data_dir root` reads. Returns `root`."""
     from PIL import Image
 
-    check_image_size(image_size)
-    pictures, labels = digits_arrays()
-    splits = digits_splits(labels, num_validation, num_test, split_seed)
-    pixels = digit_pixels(pictures, image_size)
+    pixels, labels, splits = digits_pictures(image_size, num_validation, num_test, split_seed)
     root = Path(root)
     for folder, indices in (("train", np.concatenate([splits["train"], splits["validation"]])),
                             ("test", splits["test"])):
@@ -155,5 +155,5 @@ def write_digits_image_folder(root: str | Path, image_size: int = 16, num_valida
     return root
 
 
-__all__ = ["NATIVE_SIZE", "digits_arrays", "digit_pixels", "digits_splits", "training_subset", "load_digits_task",
+__all__ = ["NATIVE_SIZE", "digits_arrays", "digit_pixels", "digits_splits", "digits_pictures", "training_subset", "load_digits_task",
            "write_digits_image_folder"]

@@ -47,7 +47,9 @@ DIFFICULTIES = {"easy": "curv_baseline", "intermediate": "curv_contour_length_9"
 def metadata_lines(metadata: Path) -> list[list[str]]:
     """The whitespace-separated fields of each line of a metadata file: LRA's text lines, or the same rows saved
     with `np.save` as an array of strings (what a re-run of the public generator may write)."""
-    if metadata.read_bytes()[:len(NUMPY_MAGIC)] != NUMPY_MAGIC:
+    with open(metadata, "rb") as handle:
+        binary = handle.read(len(NUMPY_MAGIC)) == NUMPY_MAGIC
+    if not binary:
         return [line.split() for line in read_utf8(metadata).splitlines()]
     try:
         rows = np.load(metadata, allow_pickle=False)
