@@ -45,6 +45,11 @@ def inputs_only(dataset: Dataset) -> Dataset:
     return inputs
 
 
+def input_lengths(dataset: Dataset) -> list[int]:
+    """Token counts of the sequences the encoder reads from `dataset` (`inputs_only`: both documents of a pair)."""
+    return list(map(len, inputs_only(dataset)["input_ids"]))
+
+
 MASKING_RANGE = "the task presets mask 0.1 to 0.5 of the tokens (BERT: 0.15)"
 
 
@@ -165,4 +170,4 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         return not getattr(self.data_collator, "mlm", True)
 
 
-__all__ = ["PretrainTrainer", "check_masking", "inputs_only", "sparse_prediction"]
+__all__ = ["input_lengths", "PretrainTrainer", "check_masking", "inputs_only", "sparse_prediction"]

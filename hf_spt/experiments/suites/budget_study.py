@@ -28,7 +28,7 @@ from typing import Any
 from ...analysis.checkpoint_probe import probe_checkpoint
 from ...errors import UserInputError
 from ...runs.folder import PHASE_RESULT_NAME, read_json, write_json
-from ...training.pretrain_trainer import inputs_only
+from ...training.pretrain_trainer import input_lengths
 from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
 from .ablation import prepare_unit
@@ -79,7 +79,7 @@ class _Tokens:
     def per_epoch(self, task_key: str, seed: int) -> int:
         if (task_key, seed) not in self.counts:
             task, _ = prepare_unit(self.grid, task_key, seed, None, self.tasks)
-            self.counts[task_key, seed] = sum(map(len, inputs_only(task.dataset["train"])["input_ids"]))
+            self.counts[task_key, seed] = sum(input_lengths(task.dataset["train"]))
         return self.counts[task_key, seed]
 
 

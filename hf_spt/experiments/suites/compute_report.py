@@ -24,7 +24,7 @@ from ...analysis.compute import ArmCurve, ComputeCurve, arm_curve, epoch_accurac
 from ...analysis.plotting import saved_figure
 from ...errors import MissingInputError, UserInputError
 from ...runs.folder import PHASE_RESULT_NAME, read_json, write_json, write_text
-from ...training.pretrain_trainer import inputs_only
+from ...training.pretrain_trainer import input_lengths
 from ..arguments import DataArguments
 from ..phases import LOG_HISTORY_NAME
 from ..pipeline import prepare_pretrain_task, prepare_task
@@ -44,11 +44,6 @@ def _config(folder: Path) -> SimpleNamespace:
         raise MissingInputError(f"{folder / CONFIG_NAME}: a model config with {', '.join(needed)} is needed to count "
                                 "the phase's FLOPs.")
     return SimpleNamespace(**config)
-
-
-def _lengths(task) -> list[int]:
-    """Token counts of the sequences the encoder reads in one epoch (both documents of a pair)."""
-    return list(map(len, inputs_only(task.dataset["train"])["input_ids"]))
 
 
 def pretraining_flops(folder: Path, lengths: list[int]) -> float:
@@ -78,7 +73,7 @@ def grid_compute_curves(grid: Grid) -> list[ComputeCurve]:
 
     def lengths_of(task_key: str, seed: int) -> list[int]:
         if (task_key, seed) not in lengths:
-            lengths[task_key, seed] = _lengths(prepare_unit(grid, task_key, seed, None, tasks)[0])
+            lengths[task_key, seed] = input_lengths(prepare_unit(grid, task_key, seed, None, tasks)[0].dataset["train"])
         return lengths[task_key, seed]
 
     curves = []
@@ -101,8 +96,9 @@ def run_compute_curves(run: str | Path) -> list[ComputeCurve]:
     record = run_record(run)
     data, seed = recorded_settings(record, DataArguments(), AnalysisArguments(), set())
     task = prepare_task(data, seed)
-    lengths = _lengths(task)
-    pretrain_lengths = _lengths(prepare_pretrain_task(data, task, seed)) if data.pretrain_task else lengths
+    lengths = input_lengths(task.dataset["train"])
+    pretrain_lengths = (input_lengths(prepare_pretrain_task(data, task, seed).dataset["train"]) if data.pretrain_task
+                        else lengths)
     curves = []
     for arm in record["arms"]:
         if arm["arm"] not in ARM_FOLDERS or not (run / arm["arm"]).is_dir():
