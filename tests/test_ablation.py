@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import hf_spt.experiments.suites.ablation as ablation
+import hf_spt.experiments.suites.grid_runner as grid_runner
 from conftest import CellRecorder
-from hf_spt.experiments.suites.ablation import run_grid
+from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
-from hf_spt.experiments.suites.ablation_report import gain_recovered, summarize
+from hf_spt.experiments.suites.grid_report import gain_recovered, summarize
 
 DEFAULT_GRID = Path(__file__).parent.parent / "run_scripts" / "ablation_default.yaml"
 
@@ -78,7 +78,7 @@ def test_arms_map_to_shared_checkpoints(tmp_path):
 ])
 def test_bad_grids_give_clear_errors(tmp_path, arm, message):
     with pytest.raises(ValueError, match=message):
-        ablation.plan_grid(parse_grid(tiny_grid(tmp_path, [arm])))
+        grid_runner.plan_grid(parse_grid(tiny_grid(tmp_path, [arm])))
 
 
 def test_a_grid_arm_is_a_modes_arm_lora_included(tmp_path):
@@ -129,8 +129,8 @@ def test_ranks_are_dealt_units_in_turn_longest_pretraining_first_then_the_cells_
             ran.append("barrier")
 
     ran: list = []
-    monkeypatch.setattr(ablation, "PartialState", SecondOfTwoRanks)
-    monkeypatch.setattr(ablation, "_run_in_child", lambda grid, kind, unit, *args: ran.append(unit))
+    monkeypatch.setattr(grid_runner, "PartialState", SecondOfTwoRanks)
+    monkeypatch.setattr(grid_runner, "_run_in_child", lambda grid, kind, unit, *args: ran.append(unit))
     run_grid(grid)
     # stage one: [e3 job, e1 job, scratch cell] -> this rank takes the e1 job; stage two: [spt_e1, spt_e3] -> spt_e3
     assert ran == [PretrainJob("m", 1.0, 1, 0), "barrier", cells(grid)[2], "barrier"]
