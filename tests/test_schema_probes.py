@@ -56,6 +56,14 @@ def run_spt_main(argv):
     return run_spt.main(*run_spt.parse_arguments(argv))
 
 
+def script_main(name: str):
+    """The entry point of a run script whose flags are one dataclass `*Arguments`, as the script calls it."""
+    module = script(name)
+    arguments = next(value for key, value in vars(module).items() if key.endswith("Arguments")
+                     and isinstance(value, type) and value.__module__ == name)
+    return lambda argv: module.main(*module.HfArgumentParser(arguments).parse_args_into_dataclasses(args=argv))
+
+
 FLAG_PROBES = [  # run_spt.py flags: (argv, words the message must hold)
     (["--hidden_size", "30", "--num_attention_heads", "4"], "--hidden_size 30"),
     (["--position_embedding_type", "foo"], "--position_embedding_type 'foo'"),
@@ -118,9 +126,7 @@ def test_a_bad_study_value_is_one_line_and_exit_2_before_any_data(change, words,
     study["output_dir"] = str(tmp_path / "out") if study["output_dir"] == "OUT" else study["output_dir"]
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(study))
-    budget = script("run_budget_study")
-    main = lambda argv: budget.main(budget.HfArgumentParser(budget.BudgetStudyArguments).parse_args_into_dataclasses(args=argv)[0])  # noqa: E731
-    status, err = exit_line(main, ["--study", str(path), "--dry_run"], capsys)
+    status, err = exit_line(script_main("run_budget_study"), ["--study", str(path), "--dry_run"], capsys)
     assert status == USER_ERROR_STATUS and err.startswith("error: ") and err.count("\n") == 1, err
     assert words in err, err
 
@@ -128,9 +134,7 @@ def test_a_bad_study_value_is_one_line_and_exit_2_before_any_data(change, words,
 def test_a_duplicate_key_in_a_settings_file_is_an_error(tmp_path, capsys, no_data):
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(STUDY).replace("seeds:", "seeds: [1]\nseeds:"))
-    budget = script("run_budget_study")
-    main = lambda argv: budget.main(budget.HfArgumentParser(budget.BudgetStudyArguments).parse_args_into_dataclasses(args=argv)[0])  # noqa: E731
-    status, err = exit_line(main, ["--study", str(path), "--dry_run"], capsys)
+    status, err = exit_line(script_main("run_budget_study"), ["--study", str(path), "--dry_run"], capsys)
     assert status == USER_ERROR_STATUS and "seeds" in err and "twice" in err, err
     config = tmp_path / "config.json"
     config.write_text('{"seed": 1, "seed": 2}')
@@ -159,12 +163,9 @@ SUITE_FLAG_PROBES = [  # (script, argv, words)
 ]
 
 
-@pytest.mark.parametrize("name, argv, words", SUITE_FLAG_PROBES, ids=[f"{n} {' '.join(a)}" for n, a, _ in SUITE_FLAG_PROBES])
+@pytest.mark.parametrize("name, argv, words", SUITE_FLAG_PROBES,
+                         ids=[f"{name} {' '.join(argv)}" for name, argv, _ in SUITE_FLAG_PROBES])
 def test_a_bad_suite_flag_is_one_line_and_exit_2(name, argv, words, tmp_path, capsys, no_data):
-    module = script(name)
-    arguments = next(value for key, value in vars(module).items() if key.endswith("Arguments") and key != "HfArgumentParser"
-                     and isinstance(value, type) and value.__module__ == name)
-    main = lambda args: module.main(*module.HfArgumentParser(arguments).parse_args_into_dataclasses(args=args))  # noqa: E731
-    status, err = exit_line(main, argv + ["--output_dir", str(tmp_path / "out")], capsys)
+    status, err = exit_line(script_main(name), argv + ["--output_dir", str(tmp_path / "out")], capsys)
     assert status == USER_ERROR_STATUS and err.startswith("error: ") and err.count("\n") == 1, err
     assert words in err, err
