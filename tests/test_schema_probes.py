@@ -169,3 +169,10 @@ def test_a_bad_suite_flag_is_one_line_and_exit_2(name, argv, words, tmp_path, ca
     status, err = exit_line(script_main(name), argv + ["--output_dir", str(tmp_path / "out")], capsys)
     assert status == USER_ERROR_STATUS and err.startswith("error: ") and err.count("\n") == 1, err
     assert words in err, err
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(name) for name in ("tensorboard", "tensorboardX")),
+                    reason="tensorboard is installed here")
+def test_a_reporter_that_is_not_installed_is_refused_before_any_data(tmp_path, capsys, no_data):
+    status, err = exit_line(run_spt_main, ["--report_to", "tensorboard", "--output_dir", str(tmp_path / "r")], capsys)
+    assert status == USER_ERROR_STATUS and err.startswith("error: --report_to tensorboard: ") and err.count("\n") == 1
