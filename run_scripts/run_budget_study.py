@@ -37,7 +37,7 @@ from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.suite_flags import (TORCH_THREADS_HELP, at_least_one, check_torch_threads, comma_names,
                                            comma_seeds, set_torch_threads)
 from hf_spt.experiments.suites.compute_report import combined_curves, grid_compute_curves, write_compute_report
-from hf_spt.experiments.suites.grid import cells, pretrain_jobs
+from hf_spt.experiments.suites.grid import cells, check_trainer_settings_of, pretrain_jobs
 
 COMPUTE_PREFIX = "budget_study"  # budget_study_compute.{json,md} and budget_study_compute_<config>.png
 
@@ -85,6 +85,7 @@ def main(args: BudgetStudyArguments) -> None:
     grid = study_grid(args.study, args.seed_list, args.output_dir)
     main_process = os.environ.get("RANK", "0") == "0"
     if args.dry_run:
+        check_trainer_settings_of(grid)  # what the run checks before any data, but for the data themselves
         if main_process:
             jobs = pretrain_jobs(grid)
             print(f"Study {args.study}: output {grid.output_dir}, seeds {grid.seeds}")

@@ -30,7 +30,7 @@ from hf_spt.experiments.suite_flags import (TORCH_THREADS_HELP, check_torch_thre
                                            positive_numbers, set_torch_threads)
 from hf_spt.experiments.suites.lra import (ARMS, MINI_GENERATED, LraSuite, gpu_hours, lra_grid, run_lra_suite,
                                           runnable_tasks, step_counts)
-from hf_spt.experiments.suites.grid import Grid
+from hf_spt.experiments.suites.grid import Grid, check_trainer_settings_of
 from hf_spt.experiments.suites.lra_report import LRA_MD_NAME
 from hf_spt.tasks.lra_data import missing_data_report
 
@@ -117,6 +117,7 @@ def main(args: LraArguments) -> None:
     if main_process:
         print(plan_text(suite, grid), flush=True)
     if args.dry_run:
+        check_trainer_settings_of(grid)  # what the run checks before any data, but for the data themselves
         if main_process:
             print(dry_run_text(suite, grid, args.measured_steps_per_second))
         return

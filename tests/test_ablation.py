@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 import json
 from pathlib import Path
 
@@ -13,7 +15,8 @@ import hf_spt.experiments.suites.grid_runner as grid_runner
 from conftest import CellRecorder
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
-from hf_spt.experiments.suites.grid_report import gain_recovered, summarize
+from hf_spt.experiments.suites.grid_report import gain_recovered
+from hf_spt.experiments.suites.seed_tables import summarize
 
 DEFAULT_GRID = Path(__file__).parent.parent / "run_scripts" / "ablation_default.yaml"
 
@@ -157,3 +160,18 @@ def test_a_narrower_rerun_trains_its_arms_and_keeps_every_finished_row(tmp_path,
     assert rows == {("scratch", "0"), ("spt", "0"), ("scratch", "1")}
     recorded = json.loads((tmp_path / "run/grid.json").read_text())
     assert [arm["name"] for arm in recorded["arms"]] == ["scratch", "spt"] and recorded["seeds"] == [0, 1]
+
+
+def test_reading_a_grid_leaves_the_distributed_state_to_the_grid_runner():
+    """Parsing checks every setting but the Trainer arguments, whose building would set up this process's
+    distributed state with default settings: the grid runner sets it up itself (CPU ranks, a week's timeout at its
+    barriers) and only then checks them (`check_trainer_settings_of`), so a long pretraining on one rank cannot
+    time the others out."""
+    code = ("from accelerate.state import PartialState\n"
+            "from hf_spt.experiments.suites.grid import load_grid\n"
+            f"load_grid({str(DEFAULT_GRID)!r})\n"
+            "print(PartialState._shared_state == {})\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin",
+                                                                  "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert done.stdout.strip().splitlines()[-1] == "True", done.stderr[-2000:]

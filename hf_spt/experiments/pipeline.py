@@ -112,13 +112,15 @@ def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Ta
 
 def check_run_settings(
     data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, training: SharedTrainingArguments,
-    phases: tuple[str, ...] | None = None,
+    phases: tuple[str, ...] | None = None, trainer_arguments: bool = True,
 ) -> None:
     """Everything the settings of a run must satisfy, checked before any data is built (and by every `--dry_run`):
     each group's declared ranges and choices (again: a program may have changed a value since it built the group),
     the task options against their builder's declaration, the model config and its models built on the meta
-    device from the flags (`model_config.check_model_settings`), and the Trainer arguments and reporters of the
-    `phases` that train (default: `exp.mode`'s) as transformers builds them (`check_trainer_settings`)."""
+    device from the flags (`model_config.check_model_settings`), and (`trainer_arguments`) the Trainer arguments
+    and reporters of the `phases` that train (default: `exp.mode`'s) as transformers builds them
+    (`check_trainer_settings`). Building Trainer arguments sets up the process's distributed state, so a grid,
+    whose runner sets that state up itself, checks them once it has (`suites.grid.check_trainer_settings_of`)."""
     for group in (data_args, model_args, exp):
         check_declared(group)
     check_declared(training, TRANSFORMERS_RANGES)
@@ -130,7 +132,9 @@ def check_run_settings(
         check_task_options(data_args.pretrain_task, data_args.pretrain_task_options)
     check_model_settings(model_args, data_args.task, data_args.max_length,
                          exp.pretrain_objective if "pretrain" in phases else None)
-    check_trainer_settings(exp, training, task_preset(data_args.task).batch_size, Path(training.output_dir), phases)
+    if trainer_arguments:
+        check_trainer_settings(exp, training, task_preset(data_args.task).batch_size, Path(training.output_dir),
+                               phases)
 
 
 def clear_phase_folders(folders: list[Path]) -> None:

@@ -27,6 +27,7 @@ from ...value_checks import fits
 from ..arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from ..arms import Arm
 from ..model_config import check_model_settings
+from ..phase_arguments import check_trainer_settings
 from ..pipeline import check_run_settings
 from ..settings_files import check_setting_types, read_settings_file
 
@@ -145,7 +146,7 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
             data = DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options,
                                  max_length=spec.max_length)
             check_run_settings(data, model_arguments(grid, key, None), *experiment_arguments(grid, grid.seeds[0], key),
-                               phases=("pretrain", "finetune"))
+                               phases=("pretrain", "finetune"), trainer_arguments=False)
             for arm in (arm for arm in grid.arms if arm.model):
                 check_model_settings(model_arguments(grid, key, None, arm), spec.task, spec.max_length)
         except UserInputError as error:
@@ -159,6 +160,19 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
             raise UserInputError(f"{source}: arm {arm.name!r} pretrains on {arm.pretrain_task!r}, which is not in "
                              f"tasks or pretrain_tasks ({sorted(known_tasks)}).")
     return grid
+
+
+def check_trainer_settings_of(grid: Grid) -> None:
+    """Each task's Trainer arguments and reporters as transformers builds them (`phase_arguments.
+    check_trainer_settings`), before any data: the part of `pipeline.check_run_settings` that `parse_grid` leaves
+    to the grid runner (`grid_runner.run_grid`, once it has set up the ranks' distributed state) and to the dry runs."""
+    for key, spec in {**grid.pretrain_tasks, **grid.tasks}.items():
+        exp, training = experiment_arguments(grid, grid.seeds[0], key)
+        try:
+            check_trainer_settings(exp, training, task_preset(spec.task).batch_size, Path(grid.output_dir),
+                                   ("pretrain", "finetune"))
+        except UserInputError as error:
+            raise UserInputError(f"grid task {key!r}: {error}") from None
 
 
 def load_grid(path: str | Path) -> Grid:
@@ -255,5 +269,5 @@ def pretrain_jobs(grid: Grid, of_cells: list[Cell] | None = None) -> list[Pretra
 
 
 __all__ = ["CELLS_DIR", "PRETRAIN_DIR", "GRID_RECORD_NAME", "TaskSpec", "Arm", "Grid", "PretrainJob", "Cell",
-           "parse_grid", "load_grid", "experiment_arguments", "model_arguments", "arm_named", "arm_depth", "cells",
+           "parse_grid", "check_trainer_settings_of", "load_grid", "experiment_arguments", "model_arguments", "arm_named", "arm_depth", "cells",
            "arm_pretrain_epochs", "pretrain_job", "pretrain_jobs"]

@@ -40,7 +40,8 @@ from ..pipeline import prepare_task
 from ..run_plan import spt_step_budget
 from .grid_report import write_report
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
-                   experiment_arguments, model_arguments, parse_grid, pretrain_job, pretrain_jobs)
+                   check_trainer_settings_of, experiment_arguments, model_arguments, parse_grid, pretrain_job,
+                   pretrain_jobs)
 
 DISTRIBUTED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
                    "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -122,6 +123,7 @@ def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None 
     state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at barriers for the longest pretraining
     isolate = state.num_processes > 1
     device_index = state.local_process_index if state.device.type == "cuda" else None
+    check_trainer_settings_of(grid)  # before any data, now that the ranks' state is set up
     planned = plan_grid(grid)  # on every rank, so that all stop together at a changed unit
     check_phase_folders((phase.folder, phase.definition) for phase in planned.values())  # every change listed
     if state.is_main_process:
