@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from transformers import HfArgumentParser
 
-from hf_spt.experiments.cli import run_cli
+from hf_spt.experiments.exit_status import run_cli
 from hf_spt.tasks.digits import write_digits_image_folder
 
 

@@ -20,14 +20,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-import torch
 from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.suites.ablation import run_grid
+from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.grid import load_grid
-from hf_spt.experiments.suites.ablation_report import RESULTS_MD_NAME
-from hf_spt.experiments.cli import run_cli
+from hf_spt.experiments.suites.grid_report import RESULTS_MD_NAME
+from hf_spt.experiments.exit_status import run_cli
+from hf_spt.experiments.suite_flags import (TORCH_THREADS_HELP, check_torch_threads, comma_names, comma_seeds,
+                                           set_torch_threads)
 
 DEFAULT_GRID_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ablation_default.yaml")
 
@@ -41,24 +42,25 @@ class AblationArguments:
     seeds: str | None = field(default=None, metadata={"help": "Train only these seeds (comma-separated; a seed the "
                                                               "grid lacks joins it); the results list every finished "
                                                               "cell."})
-    torch_threads: int | None = field(default=None, metadata={"help": "torch CPU threads per process."})
+    torch_threads: int | None = field(default=None, metadata={"help": TORCH_THREADS_HELP})
+
+    def __post_init__(self):
+        check_torch_threads(self.torch_threads)
+        self.arm_names = comma_names(self.arms, "--arms") if self.arms is not None else None
+        self.seed_list = comma_seeds(self.seeds) if self.seeds is not None else None
 
 
 def main(args: AblationArguments) -> None:
-    if args.torch_threads is not None:
-        torch.set_num_threads(args.torch_threads)
-        os.environ["OMP_NUM_THREADS"] = str(args.torch_threads)  # child processes of a multi-rank run
+    set_torch_threads(args.torch_threads)
     grid = load_grid(args.grid_file)
     if args.output_dir is not None:
         grid.output_dir = args.output_dir
-    arms = seeds = None
-    if args.arms is not None:
-        arms = args.arms.split(",")
+    arms, seeds = args.arm_names, args.seed_list
+    if arms is not None:
         unknown = sorted(set(arms) - {arm.name for arm in grid.arms})
         if unknown:
             raise UserInputError(f"--arms {unknown} not in {args.grid_file}; its arms: {[a.name for a in grid.arms]}.")
-    if args.seeds is not None:
-        seeds = [int(seed) for seed in args.seeds.split(",")]
+    if seeds is not None:
         grid.seeds = list(dict.fromkeys([*grid.seeds, *seeds]))  # a new seed joins the grid; a listed one is kept
     run_grid(grid, arms=arms, seeds=seeds)
     from accelerate import PartialState

@@ -21,16 +21,14 @@ both values. Writes report.md, report.json and PNGs into --output_dir (default R
 
 from __future__ import annotations
 
-from transformers import HfArgumentParser
-
 from hf_spt.experiments.suites.analysis_run import AnalysisArguments, analyse, report_folder
-from hf_spt.experiments.arguments import DataArguments
-from hf_spt.experiments.cli import run_cli
+from hf_spt.experiments.arguments import DataArguments, SettingsParser
+from hf_spt.experiments.exit_status import run_cli
 
 
 def parse_arguments(argv: list[str]) -> tuple[DataArguments, AnalysisArguments, set[str]]:
     """Parse flags; also return the names of the flags typed (which `--run` checks against the run)."""
-    data_args, args = HfArgumentParser((DataArguments, AnalysisArguments)).parse_args_into_dataclasses(args=argv)
+    data_args, args = SettingsParser((DataArguments, AnalysisArguments)).parse_args_into_dataclasses(args=argv)
     given = {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
     return data_args, args, given
 

@@ -27,16 +27,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.suites.ablation import run_grid
+from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
 from hf_spt.experiments.suites.budget_study import checkpoint_rows, study_grid, study_names, study_rows, summarize_study
-from hf_spt.experiments.cli import run_cli
+from hf_spt.experiments.exit_status import run_cli
+from hf_spt.experiments.suite_flags import (TORCH_THREADS_HELP, at_least_one, check_torch_threads, comma_names,
+                                           comma_seeds, set_torch_threads)
 from hf_spt.experiments.suites.compute_report import combined_curves, grid_compute_curves, write_compute_report
-from hf_spt.experiments.suites.grid import cells, pretrain_job
+from hf_spt.experiments.suites.grid import cells, check_trainer_settings_of, pretrain_jobs
 
 COMPUTE_PREFIX = "budget_study"  # budget_study_compute.{json,md} and budget_study_compute_<config>.png
 
@@ -48,12 +49,18 @@ class BudgetStudyArguments:
     seeds: str | None = field(default=None, metadata={"help": "Comma-separated seeds (default: the study's)."})
     output_dir: str | None = field(default=None, metadata={"help": "Default: the study's output_dir."})
     probe_examples: int = field(default=256, metadata={"help": "Validation inputs each SPT checkpoint is probed on."})
-    torch_threads: int | None = field(default=None, metadata={"help": "torch CPU threads per process."})
+    torch_threads: int | None = field(default=None, metadata={"help": TORCH_THREADS_HELP})
     dry_run: bool = field(default=False, metadata={"help": "Print the SPT checkpoints and cells; train nothing."})
     list_studies: bool = field(default=False, metadata={"help": "Print the shipped studies and exit."})
     combine: str | None = field(default=None, metadata={
         "help": "Comma-separated output folders of finished studies: write one report over all their configurations "
                 "into --output_dir (required) and train nothing."})
+
+    def __post_init__(self):
+        check_torch_threads(self.torch_threads)
+        at_least_one(self.probe_examples, "--probe_examples")
+        self.seed_list = comma_seeds(self.seeds) if self.seeds else None
+        self.combined_folders = comma_names(self.combine, "--combine") if self.combine else None
 
 
 def main(args: BudgetStudyArguments) -> None:
@@ -63,9 +70,9 @@ def main(args: BudgetStudyArguments) -> None:
     if args.combine:
         if not args.output_dir:
             raise UserInputError("--combine writes the combined report into --output_dir: give one.")
-        rows, checkpoints = combined_reports(args.combine.split(","))
+        rows, checkpoints = combined_reports(args.combined_folders)
         write_study_report(rows, checkpoints, summarize_study(rows), Path(args.output_dir))
-        compute = [Path(folder) / f"{COMPUTE_PREFIX}_compute.json" for folder in args.combine.split(",")]
+        compute = [Path(folder) / f"{COMPUTE_PREFIX}_compute.json" for folder in args.combined_folders]
         for missing in (path for path in compute if not path.is_file()):
             print(f"{missing.parent}: no compute report (a study run before it existed: rerun its command, which "
                   "trains nothing when finished, to write it); its configurations are left out of the compute report.")
@@ -74,15 +81,13 @@ def main(args: BudgetStudyArguments) -> None:
                                  COMPUTE_PREFIX)
         print((Path(args.output_dir) / STUDY_MD_NAME).read_text())
         return
-    if args.torch_threads is not None:
-        torch.set_num_threads(args.torch_threads)
-        os.environ["OMP_NUM_THREADS"] = str(args.torch_threads)  # child processes of a multi-rank run
-    seeds = [int(seed) for seed in args.seeds.split(",")] if args.seeds else None
-    grid = study_grid(args.study, seeds, args.output_dir)
+    set_torch_threads(args.torch_threads)
+    grid = study_grid(args.study, args.seed_list, args.output_dir)
     main_process = os.environ.get("RANK", "0") == "0"
     if args.dry_run:
+        check_trainer_settings_of(grid)  # what the run checks before any data, but for the data themselves
         if main_process:
-            jobs = sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str)
+            jobs = pretrain_jobs(grid)
             print(f"Study {args.study}: output {grid.output_dir}, seeds {grid.seeds}")
             print(f"SPT checkpoints ({len(jobs)}):", *(f"  {job.folder(grid)}" for job in jobs), sep="\n")
             print(f"Cells ({len(cells(grid))}):", *(f"  {cell.folder(grid)}" for cell in cells(grid)), sep="\n")

@@ -24,7 +24,7 @@ from pathlib import Path
 from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.cli import run_cli
+from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.suites.compute_report import combined_curves, write_compute_report
 
 

@@ -19,17 +19,18 @@ the grid's results.{csv,md,png}). See docs/lra.md.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 from dataclasses import dataclass, field
 
-import torch
 from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.cli import run_cli
+from hf_spt.experiments.exit_status import run_cli
+from hf_spt.experiments.suite_flags import (TORCH_THREADS_HELP, check_torch_threads, comma_names, comma_seeds,
+                                           positive_numbers, set_torch_threads)
 from hf_spt.experiments.suites.lra import (ARMS, MINI_GENERATED, LraSuite, gpu_hours, lra_grid, run_lra_suite,
                                           runnable_tasks, step_counts)
+from hf_spt.experiments.suites.grid import Grid, check_trainer_settings_of
 from hf_spt.experiments.suites.lra_report import LRA_MD_NAME
 from hf_spt.tasks.lra_data import missing_data_report
 
@@ -55,7 +56,13 @@ class LraArguments:
     dry_run: bool = field(default=False, metadata={"help": "Print the plan, missing data and step counts; train nothing."})
     steps_per_second: str | None = field(default=None, metadata={"help": "With --dry_run: JSON {task: measured "
                                                                  "training steps/s} to print GPU-hours."})
-    torch_threads: int | None = field(default=None, metadata={"help": "torch CPU threads per process."})
+    torch_threads: int | None = field(default=None, metadata={"help": TORCH_THREADS_HELP})
+
+    def __post_init__(self):
+        check_torch_threads(self.torch_threads)
+        self.seed_list = comma_seeds(self.seeds)
+        self.task_names = comma_names(self.tasks, "--tasks") if self.tasks else None
+        self.measured_steps_per_second = positive_numbers(self.steps_per_second, "--steps_per_second")
 
 
 def suite_from(args: LraArguments) -> LraSuite:
@@ -71,16 +78,16 @@ def suite_from(args: LraArguments) -> LraSuite:
                              "install it or use sdpa.")
         model["attn_implementation"] = args.attn_implementation
     return LraSuite(output_dir=args.output_dir or ("runs/lra" if args.scale == "full" else "runs/lra_mini"),
-                    scale=args.scale, data_root=args.data_root, seeds=[int(s) for s in args.seeds.split(",")],
-                    tasks=args.tasks.split(",") if args.tasks else None, finetune_epochs=args.finetune_epochs,
+                    scale=args.scale, data_root=args.data_root, seeds=args.seed_list,
+                    tasks=args.task_names, finetune_epochs=args.finetune_epochs,
                     pretrain_epochs=args.pretrain_epochs, early_stopping_patience=args.early_stopping_patience,
                     training=training, model=model)
 
 
-def plan_text(suite: LraSuite) -> str:
-    """Which tasks run (with their data folder or 'generated'), then what is missing and where to put it."""
+def plan_text(suite: LraSuite, grid: Grid) -> str:
+    """Which tasks run (with their data folder or 'generated': the suite's `grid`), then what is missing and where
+    to put it."""
     found, _ = runnable_tasks(suite)
-    grid = lra_grid(suite)  # what the suite will read: a mini task generated whatever data_root holds
     lines = [f"LRA suite ({suite.scale}), seeds {suite.seeds}, output {suite.output_dir}:"]
     lines += [f"  {task}: {spec.data_dir or 'generated'}" for task, spec in grid.tasks.items()]
     always_generated = MINI_GENERATED if suite.scale == "mini" else ()
@@ -88,8 +95,8 @@ def plan_text(suite: LraSuite) -> str:
     return "\n".join(lines + ([f"Data missing:\n{missing}"] if missing else []))
 
 
-def dry_run_text(suite: LraSuite, steps_per_second: dict[str, float]) -> str:
-    counts = step_counts(lra_grid(suite))
+def dry_run_text(suite: LraSuite, grid: Grid, steps_per_second: dict[str, float]) -> str:
+    counts = step_counts(grid)
     arms = [arm["name"] for arm in ARMS]
     lines = ["Optimizer steps per seed, at most (early stopping cuts fine-tuning):",
              f"| task | train rows | pretrain | fine-tune | {' | '.join(arms)} |", "|---|" + "---|" * (3 + len(arms))]
@@ -102,19 +109,18 @@ def dry_run_text(suite: LraSuite, steps_per_second: dict[str, float]) -> str:
 
 
 def main(args: LraArguments) -> None:
-    if args.torch_threads is not None:
-        torch.set_num_threads(args.torch_threads)
-        os.environ["OMP_NUM_THREADS"] = str(args.torch_threads)  # child processes of a multi-rank run
+    set_torch_threads(args.torch_threads)
     suite = suite_from(args)
+    grid = lra_grid(suite)  # every setting checked, as a real run checks it (a dry run too)
     # the grid sets up the process group (gloo on CPU, a long timeout) itself: read the rank without touching it
     main_process = os.environ.get("RANK", "0") == "0"
     if main_process:
-        print(plan_text(suite), flush=True)
+        print(plan_text(suite, grid), flush=True)
     if args.dry_run:
+        check_trainer_settings_of(grid)  # what the run checks before any data, but for the data themselves
         if main_process:
-            print(dry_run_text(suite, json.loads(args.steps_per_second) if args.steps_per_second else {}))
+            print(dry_run_text(suite, grid, args.measured_steps_per_second))
         return
-    grid = lra_grid(suite)
     if not grid.tasks:
         raise UserInputError("No LRA task has data to run; see the listing above.")
     run_lra_suite(grid)

@@ -34,7 +34,7 @@ Usage:
 from __future__ import annotations
 
 from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
-from hf_spt.experiments.cli import run_cli
+from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.command_line import parse_arguments
 from hf_spt.experiments.pipeline import run_experiment
 from hf_spt.experiments.run_results import results_table

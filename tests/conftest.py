@@ -74,9 +74,9 @@ class CellRecorder:
     trains: `done` and `rerun` hold the folders of the cells, `pretrained` those of the SPT jobs a re-run trained."""
 
     def __init__(self, monkeypatch):
-        import hf_spt.experiments.suites.ablation as ablation
+        import hf_spt.experiments.suites.grid_runner as grid_runner
 
-        self.ablation, self.monkeypatch, self.real = ablation, monkeypatch, ablation.run_phase
+        self.grid_runner, self.monkeypatch, self.real = grid_runner, monkeypatch, grid_runner.run_phase
         self.done: list = []
         self.rerun: list = []
         self.pretrained: list = []
@@ -90,7 +90,7 @@ class CellRecorder:
                 self.done.append(phase.folder)
             return self.real(phase, checked)
 
-        self.monkeypatch.setattr(self.ablation, "run_phase", run_phase)
+        self.monkeypatch.setattr(self.grid_runner, "run_phase", run_phase)
 
     def record_rerun(self) -> None:
         """The next run records every phase it trains (a finished one returns its result without training)."""
@@ -99,4 +99,4 @@ class CellRecorder:
                 (self.rerun if phase.arm is not None else self.pretrained).append(phase.folder)
             return self.real(phase, checked)
 
-        self.monkeypatch.setattr(self.ablation, "run_phase", run_phase)
+        self.monkeypatch.setattr(self.grid_runner, "run_phase", run_phase)

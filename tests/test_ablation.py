@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 import json
 from pathlib import Path
 
 import pytest
 import torch
 
-import hf_spt.experiments.suites.ablation as ablation
+import hf_spt.experiments.suites.grid_runner as grid_runner
 from conftest import CellRecorder
-from hf_spt.experiments.suites.ablation import run_grid
+from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
-from hf_spt.experiments.suites.ablation_report import gain_recovered, summarize
+from hf_spt.experiments.suites.grid_report import gain_recovered
+from hf_spt.experiments.suites.seed_tables import summarize
 
 DEFAULT_GRID = Path(__file__).parent.parent / "run_scripts" / "ablation_default.yaml"
 
@@ -78,7 +81,7 @@ def test_arms_map_to_shared_checkpoints(tmp_path):
 ])
 def test_bad_grids_give_clear_errors(tmp_path, arm, message):
     with pytest.raises(ValueError, match=message):
-        ablation.plan_grid(parse_grid(tiny_grid(tmp_path, [arm])))
+        grid_runner.plan_grid(parse_grid(tiny_grid(tmp_path, [arm])))
 
 
 def test_a_grid_arm_is_a_modes_arm_lora_included(tmp_path):
@@ -129,8 +132,8 @@ def test_ranks_are_dealt_units_in_turn_longest_pretraining_first_then_the_cells_
             ran.append("barrier")
 
     ran: list = []
-    monkeypatch.setattr(ablation, "PartialState", SecondOfTwoRanks)
-    monkeypatch.setattr(ablation, "_run_in_child", lambda grid, kind, unit, *args: ran.append(unit))
+    monkeypatch.setattr(grid_runner, "PartialState", SecondOfTwoRanks)
+    monkeypatch.setattr(grid_runner, "_run_in_child", lambda grid, kind, unit, *args: ran.append(unit))
     run_grid(grid)
     # stage one: [e3 job, e1 job, scratch cell] -> this rank takes the e1 job; stage two: [spt_e1, spt_e3] -> spt_e3
     assert ran == [PretrainJob("m", 1.0, 1, 0), "barrier", cells(grid)[2], "barrier"]
@@ -157,3 +160,18 @@ def test_a_narrower_rerun_trains_its_arms_and_keeps_every_finished_row(tmp_path,
     assert rows == {("scratch", "0"), ("spt", "0"), ("scratch", "1")}
     recorded = json.loads((tmp_path / "run/grid.json").read_text())
     assert [arm["name"] for arm in recorded["arms"]] == ["scratch", "spt"] and recorded["seeds"] == [0, 1]
+
+
+def test_reading_a_grid_leaves_the_distributed_state_to_the_grid_runner():
+    """Parsing checks every setting but the Trainer arguments, whose building would set up this process's
+    distributed state with default settings: the grid runner sets it up itself (CPU ranks, a week's timeout at its
+    barriers) and only then checks them (`check_trainer_settings_of`), so a long pretraining on one rank cannot
+    time the others out."""
+    code = ("from accelerate.state import PartialState\n"
+            "from hf_spt.experiments.suites.grid import load_grid\n"
+            f"load_grid({str(DEFAULT_GRID)!r})\n"
+            "print(PartialState._shared_state == {})\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin",
+                                                                  "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert done.stdout.strip().splitlines()[-1] == "True", done.stderr[-2000:]

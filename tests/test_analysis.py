@@ -332,7 +332,7 @@ def test_run_analysis_flags_contradicting_the_run_are_errors(tiny_run, tmp_path)
 
 def test_run_analysis_reads_an_ablation_grid(tmp_path):
     """--run on a run_ablation.py folder: one model per arm of the chosen task and seed, on the grid's data."""
-    from hf_spt.experiments.suites.ablation import run_grid
+    from hf_spt.experiments.suites.grid_runner import run_grid
     from hf_spt.experiments.suites.grid import parse_grid
 
     sys.path.insert(0, str(ROOT / "run_scripts"))

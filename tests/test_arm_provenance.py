@@ -18,7 +18,7 @@ from tiny_backbone_runs import tiny_arguments
 
 import hf_spt.experiments.phases as phases
 import hf_spt.experiments.pipeline as pipeline
-from hf_spt.experiments.suites.ablation import run_grid
+from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.grid import Cell, parse_grid
 from hf_spt.training.finetune_trainer import FinetuneTrainer
 from hf_spt.training.parts import select_keys

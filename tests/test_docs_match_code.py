@@ -77,14 +77,14 @@ def _option_strings(script: Path) -> list[str]:
             raise _Parsed
         return original(parser, args, namespace)
 
-    import hf_spt.experiments.cli as cli  # scripts ending through run_cli also take its --debug
+    import hf_spt.experiments.exit_status as exit_status  # scripts ending through run_cli also take its --debug
 
     def run_cli(main, argv=None):  # noqa: ANN001, ANN202
-        found.append(cli.DEBUG_FLAG)
+        found.append(exit_status.DEBUG_FLAG)
         return original_run_cli(main, argv)
 
-    original_run_cli = cli.run_cli
-    argparse.ArgumentParser.parse_known_args, cli.run_cli = capture, run_cli
+    original_run_cli = exit_status.run_cli
+    argparse.ArgumentParser.parse_known_args, exit_status.run_cli = capture, run_cli
     sys.argv = [str(script), "--help"]
     sys.path.insert(0, str(script.parent))  # as `python script.py` has it: benchmarks import their neighbours
     try:
@@ -94,7 +94,7 @@ def _option_strings(script: Path) -> list[str]:
     except SystemExit:
         pass
     finally:
-        argparse.ArgumentParser.parse_known_args, cli.run_cli = original, original_run_cli
+        argparse.ArgumentParser.parse_known_args, exit_status.run_cli = original, original_run_cli
         sys.path.remove(str(script.parent))
     return []  # no parser reached: the script takes no flags
 

@@ -1,6 +1,6 @@
 """The package's layers hold: no module imports a module of a higher layer.
 
-errors (0) -> models (1) -> training (2) -> tasks and analysis (3) -> runs (4) -> experiments (5), and inside
+errors and value checks (0) -> models (1) -> training (2) -> tasks and analysis (3) -> runs (4) -> experiments (5), and inside
 experiments its `suites` above the rest. A module may import its own layer and the layers below; `hf_spt/__init__.py`
 (the public API) may import any.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hf_spt"
-LAYERS = {"errors": 0, "models": 1, "training": 2, "tasks": 3, "analysis": 3, "runs": 4, "experiments": 5}
+LAYERS = {"errors": 0, "value_checks": 0, "models": 1, "training": 2, "tasks": 3, "analysis": 3, "runs": 4, "experiments": 5}
 SUITES = "hf_spt.experiments.suites"
 MAX_LINES = 400
 
@@ -68,6 +68,23 @@ def test_only_suites_import_suites():
             continue
         suites = [name for name in imported_modules(path.read_text(), package_of(path)) if name.startswith(SUITES)]
         assert not suites, f"{path.relative_to(PACKAGE)} imports {suites}: suites build on the rest, never the reverse"
+
+
+SHARED_SUITE_MODULES = ("grid", "grid_runner", "grid_report", "seed_tables", "run_records")
+"""What every suite builds on: what a grid is, the grid runner, and the report helpers they share."""
+
+
+def test_no_suite_imports_another_suite():
+    """A suite (the LRA suite, the budget study, the compute report, the analysis of a run) imports the shared
+    modules and its own (`lra` -> `lra_report`), never another suite's."""
+    for path in (PACKAGE / "experiments" / "suites").glob("*.py"):
+        if path.stem in SHARED_SUITE_MODULES or path.stem == "__init__":
+            continue
+        family = path.stem.split("_")[0]
+        others = [name for name in imported_modules(path.read_text(), package_of(path)) if name.startswith(SUITES)
+                  and name.rsplit(".", 1)[-1] not in SHARED_SUITE_MODULES
+                  and name.rsplit(".", 1)[-1].split("_")[0] != family]
+        assert not others, f"{path.name} imports {others}: a suite builds on the shared modules, not on another suite"
 
 
 def test_models_depend_on_transformers_only():

@@ -18,11 +18,12 @@ from tiny_backbone_runs import tiny_arguments
 from hf_spt import SptForSequenceClassification
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.arguments import ExperimentArguments
-from hf_spt.experiments.cli import USER_ERROR_STATUS, run_cli
+from hf_spt.experiments.exit_status import USER_ERROR_STATUS, run_cli
 from hf_spt.experiments.command_line import parse_arguments
 from hf_spt.experiments.lora_finetuning import with_adapters
 from hf_spt.experiments.model_config import build_backbone_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
+from hf_spt.experiments.phases import lora_settings
 from hf_spt.runs.folder import resume_checkpoint
 from hf_spt.training.checkpoints import HubNotReadyError
 from hf_spt.training.collators import DataCollatorForClassification
@@ -113,8 +114,8 @@ def test_saving_a_lora_arm_sends_peft_looking_for_no_base_config(tmp_path, monke
                         lambda *args, **kwargs: hub_lookups.append(args))  # None: peft's "could not tell"
     folder = tmp_path / "run" / "spt"
     torch.manual_seed(0)
-    model = with_adapters(SptForSequenceClassification(tiny_config()), ExperimentArguments(finetune_method="lora"),
-                          folder)
+    model = with_adapters(SptForSequenceClassification(tiny_config()),
+                          lora_settings(ExperimentArguments(finetune_method="lora")), folder)
     monkeypatch.chdir(tmp_path)  # the command's working directory, not the run folder
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -166,7 +167,7 @@ def test_lora_flags_parse_into_the_experiment_arguments():
     assert (exp.finetune_method, exp.lora_r, exp.lora_alpha, exp.lora_dropout) == ("lora", 4, 16, 0.1)
     with pytest.raises(UserInputError, match="--freeze_parts does not combine with LoRA"):
         parse_arguments(["--finetune_method", "lora", "--freeze_parts", "attention"])
-    with pytest.raises(UserInputError, match="Unknown --finetune_method"):
+    with pytest.raises(UserInputError, match="--finetune_method 'qlora': must be one of full, lora"):
         parse_arguments(["--finetune_method", "qlora"])
 
 

@@ -44,8 +44,8 @@ def test_each_mode_plans_the_phases_of_its_table_entry(tmp_path, mode):
 def test_an_unknown_mode_fails_listing_the_modes_of_the_table():
     with pytest.raises(UserInputError) as error:
         ExperimentArguments(mode="lora")
-    assert str(error.value) == f"Unknown --mode 'lora'; choose one of {', '.join(MODES)}."
-    with pytest.raises(UserInputError, match="choose one of compare, spt, finetune, scratch, lora_comparison"):
+    assert str(error.value) == f"--mode 'lora': must be one of {', '.join(MODES)}."
+    with pytest.raises(UserInputError, match="must be one of compare, spt, finetune, scratch, lora_comparison"):
         parse_arguments(["--mode", "lora"])
 
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 from tiny_backbone_runs import tiny_arguments
 
-from hf_spt.experiments.suites import ablation
+from hf_spt.experiments.suites import grid_runner
 from hf_spt.experiments.suites.grid import Cell, parse_grid
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
@@ -153,7 +153,7 @@ def test_grid_cells_in_child_processes_run_under_the_grid_lock(tmp_path):
                                  "intermediate_size": 8}})
     cell = Cell("m", "scratch", 0)
     with hold_output_dir(tmp_path):  # what rank 0 of run_grid holds while its ranks' children run cells
-        ablation._run_in_child(grid, "cell", cell, device_index=None)
+        grid_runner._run_in_child(grid, "cell", cell, device_index=None)
     assert (cell.folder(grid) / "phase.json").is_file()
 
 

@@ -12,7 +12,7 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 
 from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from hf_spt.experiments.model_config import build_config
-from hf_spt.experiments.pipeline import prepare_task, run_experiment
+from hf_spt.experiments.pipeline import plan_run, prepare_task, run_experiment
 from hf_spt.experiments.run_plan import GPU_SIZED_FLOPS, announce_plan, step_flops
 from hf_spt.tasks import task_preset
 from hf_spt.training.time_estimate import StepTimeEstimate, duration_text
@@ -75,12 +75,13 @@ def test_gpu_sized_model_on_a_cpu_is_warned_with_the_small_settings(tmp_path, ca
     training = SharedTrainingArguments(output_dir=str(tmp_path), **QUIET)
     exp = ExperimentArguments()
     long_rows = replace(task, preset=replace(task.preset, max_length=2000))
-    announce_plan(["pretrain", "spt", "scratch"], long_rows, long_rows, listops, exp, training)
+    announce_plan(plan_run(long_rows, long_rows, listops, ModelArguments(), exp, training), long_rows)
     printed = capsys.readouterr()
     assert "pretrain: 48 training rows, batch 32 per process: 2 steps/epoch x 25 epochs = 50 optimizer steps" in \
         printed.out
     assert printed.err.startswith("warning: a GPU-sized run on a CPU: 18,9")
     assert "run_lra.py --scale mini" in printed.err and "--num_hidden_layers 2 --hidden_size 64" in printed.err
-    announce_plan(["scratch"], task, task, markov, exp, training)
+    scratch = plan_run(task, task, markov, ModelArguments(), ExperimentArguments(mode="scratch"), training)
+    announce_plan(scratch, task)
     printed = capsys.readouterr()
     assert "scratch: 48 training rows" in printed.out and printed.err == ""

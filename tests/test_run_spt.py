@@ -91,7 +91,7 @@ def test_bad_input_fails_before_training_with_the_fix(tmp_path):
     with pytest.raises(FileNotFoundError, match="holds no model checkpoint"):
         (tmp_path / "empty").mkdir()
         run(TINY + ["--output_dir", str(tmp_path), "--mode", "finetune", "--init_from", str(tmp_path / "empty")])
-    with pytest.raises(ValueError, match="Unknown --mode"):
+    with pytest.raises(ValueError, match="--mode 'pretrain': must be one of compare, spt"):
         parse_arguments(["--mode", "pretrain"])
     with pytest.raises(ValueError, match="must be a JSON object"):
         parse_arguments(["--task_options", "num_train=3"])

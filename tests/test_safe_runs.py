@@ -14,9 +14,9 @@ from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.arguments import SharedTrainingArguments
-from hf_spt.experiments.cli import USER_ERROR_STATUS
+from hf_spt.experiments.exit_status import USER_ERROR_STATUS
 from hf_spt.experiments.pipeline import run_experiment
-from hf_spt.experiments.suites import ablation
+from hf_spt.experiments.suites import grid_runner
 from hf_spt.experiments.suites.grid import parse_grid
 from hf_spt.runs.folder import hold_output_dir
 
@@ -56,10 +56,10 @@ def test_no_run_file_holds_the_hub_token(tmp_path):
 
 def test_grid_record_and_child_command_line_hold_no_token(monkeypatch):
     grid = parse_grid({**GRID, "experiment": {"hub_token": "hf_secret"}})
-    assert ablation.grid_record(grid)["experiment"]["hub_token"] == "<HUB_TOKEN>"
+    assert grid_runner.grid_record(grid)["experiment"]["hub_token"] == "<HUB_TOKEN>"
     calls = []
-    monkeypatch.setattr(ablation.subprocess, "run", lambda command, **kwargs: calls.append((command, kwargs)))
-    ablation._run_in_child(grid, "cell", ablation.Cell("m", "scratch", 0), None)
+    monkeypatch.setattr(grid_runner.subprocess, "run", lambda command, **kwargs: calls.append((command, kwargs)))
+    grid_runner._run_in_child(grid, "cell", grid_runner.Cell("m", "scratch", 0), None)
     command, kwargs = calls[0]
     assert "hf_secret" not in " ".join(command) and "hf_secret" in kwargs["input"]  # on stdin, not in `ps`
 
@@ -116,13 +116,11 @@ def test_zero_token_examples_are_refused_naming_the_row(tmp_path, rows, message)
 
 
 def test_infinite_values_are_refused_before_any_data():
-    from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments
-    from hf_spt.experiments.value_ranges import check_value_ranges
+    from hf_spt.experiments.arguments import ExperimentArguments
 
-    for exp, training in ((ExperimentArguments(finetune_learning_rate=float("inf")), SharedTrainingArguments()),
-                          (ExperimentArguments(pretrain_epochs=float("inf")), SharedTrainingArguments())):
+    for settings in ({"finetune_learning_rate": float("inf")}, {"pretrain_epochs": float("inf")}):
         with pytest.raises(UserInputError, match="inf: must be a finite number > 0"):
-            check_value_ranges(DataArguments(), ModelArguments(), exp, training)
+            ExperimentArguments(**settings)  # the arguments check their declared ranges themselves
     done = subprocess.run([sys.executable, "run_scripts/run_spt.py", "--learning_rate", "inf", "--output_dir", "unused"],
                           cwd=ROOT, capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == USER_ERROR_STATUS and "--learning_rate inf: must be a finite number > 0" in done.stderr

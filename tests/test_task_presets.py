@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-import hf_spt.experiments.suites.ablation as ablation
+import hf_spt.experiments.suites.grid_runner as grid_runner
 from hf_spt.experiments.suites.grid import cells, parse_grid, pretrain_job
 from hf_spt.tasks import TASKS, load_task, task_preset
 from hf_spt.tasks.registry import TaskPreset
@@ -37,5 +37,5 @@ def test_builders_adjust_the_preset_from_their_options_without_touching_the_regi
 def test_the_ablation_grid_reads_the_depth_without_building_data(tmp_path, monkeypatch):
     grid = parse_grid({"output_dir": str(tmp_path), "seeds": [0], "tasks": {"lo": {"task": "listops"}},
                        "arms": [{"name": "spt", "pretrain": True}]})
-    monkeypatch.setattr(ablation, "prepare_task", lambda *a, **k: pytest.fail("built a data set to read a preset"))
+    monkeypatch.setattr(grid_runner, "prepare_task", lambda *a, **k: pytest.fail("built a data set to read a preset"))
     assert pretrain_job(grid, cells(grid)[0]).num_layers == 6

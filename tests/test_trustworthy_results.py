@@ -16,7 +16,7 @@ import pytest
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.suites.ablation import run_grid
+from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.grid import load_grid, parse_grid
 from hf_spt.experiments.arguments import ExperimentArguments
 from hf_spt.experiments.phase_arguments import pretrain_arguments
@@ -183,7 +183,7 @@ def test_bad_grid_files_are_user_errors(tmp_path, text, message):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--max_length", "-5"], "error: Values outside their valid range"),
+    (["--max_length", "-5"], "error: --max_length -5: must be a whole number >= 1"),
     (["--init_from", "x"], "error: --init_from with --mode compare"),
     (["--train_file", "x.csv"], "error: Settings this run would not read"),
     (["--config_file", "nope.yaml"], "error: --config_file nope.yaml: no such file"),

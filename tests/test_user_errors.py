@@ -17,7 +17,7 @@ from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.arguments import DataArguments
-from hf_spt.experiments.cli import USER_ERROR_STATUS, run_cli
+from hf_spt.experiments.exit_status import USER_ERROR_STATUS, run_cli
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import prepare_task
 from hf_spt.tasks import load_task

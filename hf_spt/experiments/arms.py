@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import UserInputError
-from ..training.parts import parse_parts
+from ..training.parts import Parts
 
 FINETUNE_METHODS = ("full", "lora")
 
@@ -53,9 +53,8 @@ class Arm:
     def __post_init__(self):
         implied = (self.init_parts, self.pretrain_task) + (() if self.compute_matched else (self.pretrain_epochs,))
         self.pretrain = self.pretrain or any(v is not None for v in implied)
-        for parts in (self.init_parts, self.freeze_parts):
-            if parts is not None:
-                parse_parts(parts)
+        self.init_parts = None if self.init_parts is None else Parts(self.init_parts)
+        self.freeze_parts = None if self.freeze_parts is None else Parts(self.freeze_parts)
         for name in ("pretrain_epochs", "num_layers"):
             if (value := getattr(self, name)) is not None and value <= 0:
                 raise UserInputError(f"Arm {self.name!r}: {name} must be above 0, got {value}.")
@@ -74,4 +73,11 @@ class Arm:
             raise UserInputError(f"Arm {self.name!r}: method is one of {', '.join(FINETUNE_METHODS)}, got {self.method!r}.")
 
 
-__all__ = ["FINETUNE_METHODS", "Arm"]
+def check_spt_weights_source(init_parts: str | None, has_source: bool, where: str, fix: str) -> None:
+    """Hybrid init takes `init_parts` of SPT weights: where nothing provides them (`has_source` false), the one
+    error that says so, naming `where` the parts came from and `fix`."""
+    if init_parts is not None and not has_source:
+        raise UserInputError(f"{where} {init_parts!r} needs SPT weights to take the parts from: {fix}.")
+
+
+__all__ = ["FINETUNE_METHODS", "Arm", "check_spt_weights_source"]

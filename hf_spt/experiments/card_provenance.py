@@ -16,8 +16,6 @@ from transformers import PreTrainedConfig, TrainingArguments
 
 from ..tasks import Task
 from ..training.model_card import PRETRAINING_TASKS, TRAINING_SETTINGS, SptModelCardData
-from .arguments import ExperimentArguments
-from .phase_arguments import masking_rate
 
 
 def starting_weights_reference(
@@ -52,7 +50,8 @@ def _part_text(part: str, init: str | None, layers: dict[str, list[str]] | None)
 def phase_card_data(
     task: Task,
     config: PreTrainedConfig,
-    exp: ExperimentArguments,
+    objective: str,
+    mlm_probability: float,
     phase: str,
     args: TrainingArguments,
     init_from: str | Path | None = None,
@@ -66,7 +65,8 @@ def phase_card_data(
 ) -> SptModelCardData:
     """Card data of one pipeline phase (metrics are filled in when the phase ends).
 
-    `phase` is "pretrain" or a fine-tuning arm; `init_from` the weights it started from;
+    `objective` and `mlm_probability`: the SPT objective and masking rate of the pretraining behind these weights
+    (stated only when there was one). `phase` is "pretrain" or a fine-tuning arm; `init_from` the weights it started from;
     `pretrain_epochs` the epochs the pretraining phase behind these weights ran (None: none, or unknown).
     `init_parts`: only these parts came from `init_from` (hybrid init; None: all but the head);
     `freeze_parts`: parts kept at their initial values. `pretraining_data`: what the pretraining
@@ -77,7 +77,7 @@ def phase_card_data(
     """
     backbone = getattr(config, "backbone", None) or config
     had_spt = phase in ("pretrain", "spt") or pretrain_epochs is not None
-    objective = exp.pretrain_objective if had_spt else None
+    objective = objective if had_spt else None
     hub_prefix = args.hub_model_id.removesuffix(f"-{Path(args.output_dir).name}") if args.push_to_hub else None
     init, base_model = starting_weights_reference(init_from, args.output_dir, hub_prefix)
     training = {name: getattr(args, name) for name in TRAINING_SETTINGS}
@@ -94,7 +94,7 @@ def phase_card_data(
                           "rows, labels unused)") if had_spt else None,
         pretraining_task=PRETRAINING_TASKS[objective] if objective else None,
         pretrain_epochs=pretrain_epochs if had_spt else None,
-        mlm_probability=masking_rate(exp, task) if objective == "masked" else None,
+        mlm_probability=mlm_probability if objective == "masked" else None,
         init_parts=([_part_text(part, init, (loaded or {}).get(part)) for part in init_parts.split(",")] if init_parts
                       else [f"all weights of {init} except the task head"] if init else []),
         freeze_parts=freeze_parts.split(",") if freeze_parts else [],

@@ -1,6 +1,6 @@
 """`run_spt.py`'s command line: flags over a config file over a recipe, and no flag left unread.
 
-The parser is transformers' `HfArgumentParser` over the argument groups of `arguments.py`, so
+The parser is transformers' `HfArgumentParser` (`arguments.SettingsParser`) over the argument groups of `arguments.py`, so
 `--help` lists the flags by phase and every `TrainingArguments` flag is typed as in transformers'
 example scripts. Three layers give the values, each above the one before:
 
@@ -21,25 +21,22 @@ import argparse
 from dataclasses import fields
 from typing import Any
 
-from transformers import HfArgumentParser
-
 from ..errors import UserInputError
-from .arguments import (ARGUMENT_GROUPS, CUSTOM_DATA_FIELDS, FINETUNE_SETTINGS, FINETUNE_TRAINING_SETTINGS, PHASE_SETTINGS,
-                        PHASES, PRETRAIN_SETTINGS, DataArguments, ExperimentArguments, ModelArguments,
-                        SharedTrainingArguments)
+from .arguments import (ARGUMENT_GROUPS, SettingsParser, CUSTOM_DATA_FIELDS, FINETUNE_SETTINGS, FINETUNE_TRAINING_SETTINGS,
+                        LORA_SETTINGS, PHASE_SETTINGS, PHASES, PRETRAIN_DATA_FIELDS, PRETRAIN_SETTINGS, DataArguments,
+                        ExperimentArguments, ModelArguments, SharedTrainingArguments)
 from .modes import MODES, uses_lora
 from .settings_files import read_config_file, recipe_settings
 
 CONFIG_FILE_FLAG = "--config_file"
-PRETRAIN_DATA_FIELDS = ("pretrain_task", "pretrain_data_dir", "pretrain_task_options")
-# flags read only together with another one
-NEEDS = {"proximity_every_n_steps": "log_proximity", "hub_model_id": "push_to_hub", "hub_strategy": "push_to_hub"}
-LORA_SETTINGS = ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules")
+NEEDS = {spec.name: spec.metadata["needs"] for group in ARGUMENT_GROUPS for spec in fields(group)
+         if "needs" in spec.metadata}
+"""Flags read only together with another one (their field's metadata "needs")."""
 
 
-def build_parser(add_help: bool = True) -> HfArgumentParser:
+def build_parser(add_help: bool = True) -> SettingsParser:
     """The parser of every group, with the config-file flag shown in `--help`."""
-    parser = HfArgumentParser(ARGUMENT_GROUPS, add_help=add_help)
+    parser = SettingsParser(ARGUMENT_GROUPS, add_help=add_help)
     parser.add_argument(CONFIG_FILE_FLAG, help="YAML or JSON file of settings (the flags' names); flags override it.")
     return parser
 
@@ -47,7 +44,7 @@ def build_parser(add_help: bool = True) -> HfArgumentParser:
 _NOT_TYPED = object()
 
 
-def given_flags(parser: HfArgumentParser, argv: list[str]) -> dict[str, Any]:
+def given_flags(parser: SettingsParser, argv: list[str]) -> dict[str, Any]:
     """The settings typed on the command line, `config_file` included (parsed; what is not typed is left out).
     Every setting starts as a marker in the namespace, so argparse leaves out the defaults of what is not typed."""
     names = [spec.name for group in ARGUMENT_GROUPS for spec in fields(group) if spec.init] + ["config_file"]
@@ -81,8 +78,8 @@ def check_all_read(
         for name in given & {*FINETUNE_SETTINGS, *FINETUNE_TRAINING_SETTINGS}:
             unread[name] = f"only fine-tuning reads it, and --mode {exp.mode} does not fine-tune"
     elif not any(arm.pretrain for arm in mode.arms):
-        for name in given & {"init_from", "init_parts"}:
-            unread[name] = f"--mode {exp.mode} starts from random weights (or --model_name_or_path)"
+        if "init_from" in given:  # --init_parts: ExperimentArguments refuses it (arms.check_spt_weights_source)
+            unread["init_from"] = f"--mode {exp.mode} starts from random weights (or --model_name_or_path)"
     unread.update(unread_lora_settings(given, exp))
     for generic, suffix in PHASE_SETTINGS.items():
         if generic in given and all(getattr(exp, f"{phase}_{suffix}") is not None for phase in phases):

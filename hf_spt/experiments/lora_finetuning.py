@@ -40,22 +40,23 @@ def check_lora_ready(exp: ExperimentArguments) -> None:
         require_peft()
 
 
-def target_modules(exp: ExperimentArguments) -> list[str] | None:
+def target_modules(names: str | None) -> list[str] | None:
     """`--lora_target_modules` as a list; None: peft's default for the architecture."""
-    if not exp.lora_target_modules:
+    if not names:
         return None
-    return [name.strip() for name in exp.lora_target_modules.split(",") if name.strip()]
+    return [name.strip() for name in names.split(",") if name.strip()]
 
 
-def with_adapters(model: PreTrainedModel, exp: ExperimentArguments, folder: Path) -> nn.Module:
-    """`model` wrapped with LoRA adapters; its starting weights saved as `folder/base`, which the adapter
-    config names relative to the run folder (`folder`'s parent)."""
+def with_adapters(model: PreTrainedModel, lora: dict[str, Any], folder: Path) -> nn.Module:
+    """`model` wrapped with LoRA adapters (`lora`: r, alpha, dropout and target_modules, as `phases.lora_settings`
+    resolves them); its starting weights saved as `folder/base`, which the adapter config names relative to the
+    run folder (`folder`'s parent)."""
     base = folder / BASE_FOLDER
     if PartialState().is_main_process:
         model.save_pretrained(base)
     PartialState().wait_for_everyone()
-    wrapped = apply_lora(model, r=exp.lora_r, lora_alpha=exp.lora_alpha, lora_dropout=exp.lora_dropout,
-                         target_modules=target_modules(exp))
+    wrapped = apply_lora(model, r=lora["r"], lora_alpha=lora["alpha"], lora_dropout=lora["dropout"],
+                         target_modules=target_modules(lora["target_modules"]))
     wrapped.peft_config["default"].base_model_name_or_path = base_reference(folder)
     # On every save (each checkpoint too) peft asks whether the vocabulary changed, reading the config of the base
     # the adapter names from the working directory, else the Hub: names relative to the run folder are neither, so

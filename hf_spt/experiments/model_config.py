@@ -12,17 +12,22 @@ holds the backbone's config and the classification head (pooling, labels, two-to
 from __future__ import annotations
 
 import copy
+import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import torch
+from datasets import DatasetDict
+from huggingface_hub.errors import StrictDataclassError
 from transformers import AutoConfig, PreTrainedConfig
 
 from ..errors import UserInputError
 from ..models.backbone_classifier import BackboneClassifierConfig
 from ..models.configuration_spt import SptConfig
-from ..tasks import Task
+from ..tasks import Task, task_preset
 from ..training.checkpoints import check_model_source, resolve_model
-from ..training.model_factory import DECODER_POOLING, is_decoder_only
+from ..training.model_factory import DECODER_POOLING, classification_model, is_decoder_only, pretraining_model
 from .arguments import ModelArguments
 
 SIZE_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads")
@@ -172,4 +177,61 @@ def build_config(task: Task, model_args: ModelArguments) -> SptConfig | Backbone
     return config
 
 
-__all__ = ["uses_spt_model", "starting_weights", "build_backbone_config", "fit_to_checkpoint", "build_config"]
+class _StandInTokenizer:
+    """What `build_config` reads of a tokenizer, for checking the model flags before the task's data exist."""
+
+    pad_token_id, mask_token_id, cls_token_id = 0, 1, 2
+
+    def __len__(self) -> int:
+        return 8
+
+
+def _stand_in_task(task_name: str, max_length: int | None) -> Task:
+    """Task `task_name`'s preset with a stand-in vocabulary and no data: a length of 1 unless `max_length` is given
+    (the data set the real one: a builder option such as markov's `length` changes it), and two labels where the
+    data say how many. So only what the flags alone decide can fail here."""
+    preset = task_preset(task_name)
+    preset = replace(preset, max_length=max_length or 1, num_labels=preset.num_labels or 2)
+    return Task(task_name, DatasetDict(), _StandInTokenizer(), preset)
+
+
+def machine_memory_bytes() -> int:
+    """The memory a model's weights must fit: the GPU's when there is one, else the machine's."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_properties(0).total_memory
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_model_settings(model_args: ModelArguments, task_name: str, max_length: int | None,
+                         pretrain_objective: str | None = None) -> None:
+    """Build the run's model config, and its models on the meta device (no memory), from the flags and task
+    `task_name`'s preset with a stand-in vocabulary, before any data exist: a value the config or transformers
+    rejects (`--hidden_size 30 --num_attention_heads 4`, `--pooling foo`, `--attn_implementation foo`,
+    `--model_type nosuch`) or a model whose float32 weights alone exceed the machine's memory is a one-line user
+    error naming the model flags given. `pretrain_objective`: the pretraining model is built too (its head)."""
+    given = " ".join(f"--{name} {value!r}" if isinstance(value, str) else f"--{name} {value}"
+                     for name, value in vars(model_args).items() if value not in (None, False)
+                     and value != ModelArguments.__dataclass_fields__[name].default)
+    shown = given or "the default model"
+    try:
+        config = build_config(_stand_in_task(task_name, max_length), model_args)
+        with torch.device("meta"):
+            models = [classification_model(config)]
+            if pretrain_objective is not None:
+                models.append(pretraining_model(config, pretrain_objective))
+    except UserInputError:
+        raise
+    except (StrictDataclassError, ValueError, TypeError, KeyError, ImportError, OSError) as error:
+        reason = str(error).strip().splitlines()[-1].strip().removeprefix("ValueError: ")
+        if len(reason) > 200:  # transformers lists every model type or attention kernel: its first sentence says it
+            reason = reason.split(". ")[0] + "."
+        raise UserInputError(f"{shown}: the model cannot be built: {reason}") from None
+    parameters = max(sum(p.numel() for p in model.parameters()) for model in models)
+    memory = machine_memory_bytes()
+    if 4 * parameters > memory:
+        raise UserInputError(f"{shown}: the model has {parameters:.2e} parameters, {4 * parameters / 2**30:.0f} GiB "
+                             f"of float32 weights alone, more than this machine's {memory / 2**30:.0f} GiB of memory.")
+
+
+__all__ = ["uses_spt_model", "starting_weights", "build_backbone_config", "fit_to_checkpoint", "build_config",
+           "machine_memory_bytes", "check_model_settings"]

@@ -11,10 +11,13 @@ machine PyTorch would warn at every evaluation.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import TrainingArguments
+from transformers.integrations import get_reporting_integration_callbacks
 
 from ..errors import UserInputError
 from ..tasks import Task
@@ -22,10 +25,10 @@ from ..training.arguments import FinetuneArguments, PretrainArguments
 from ..training.length_grouping import default_sampling_strategy
 from ..training.losses import class_weights_from_spec
 from ..training.pretrain_trainer import inputs_only
-from .arguments import ExperimentArguments, SharedTrainingArguments
+from .arguments import PHASE_ARGUMENTS, ExperimentArguments, SharedTrainingArguments
 
 
-def accelerator_available(training: SharedTrainingArguments) -> bool:
+def accelerator_available(training: TrainingArguments) -> bool:
     """Whether the Trainer will run on an accelerator (a GPU, MPS...), which pinned memory speeds up."""
     return not training.use_cpu and torch.accelerator.is_available()
 
@@ -97,4 +100,31 @@ def finetune_arguments(
     )
 
 
-__all__ = ["accelerator_available", "masking_rate", "trainer_kwargs", "pretrain_arguments", "finetune_arguments"]
+def one_line(error: BaseException) -> str:
+    """An error of transformers' in one line: its lines joined, a long list of choices cut at its first sentence."""
+    text = "; ".join(line.strip().removeprefix("- ") for line in str(error).strip().splitlines() if line.strip())
+    return text.split(", please select one of")[0].split(". The only possible")[0] if len(text) > 200 else text
+
+
+def check_trainer_settings(exp: ExperimentArguments, training: SharedTrainingArguments, preset_batch: int,
+                           output_dir: Path, phases: Iterable[str]) -> None:
+    """Build each of `phases`' Trainer arguments as the phase will ("pretrain"/"finetune", the task preset's batch
+    size `preset_batch`), and the reporting integrations `--report_to` names, before any data: a value transformers
+    refuses (an optimizer or scheduler it lacks, an evaluation strategy the best-checkpoint rule cannot use, a
+    reporter that is unknown or not installed) is a one-line user error naming the phase and the value."""
+    for phase in phases:
+        kwargs = trainer_kwargs(exp, training, phase, output_dir / phase, preset_batch)
+        try:
+            args = PHASE_ARGUMENTS[phase](**kwargs)
+        except ValueError as error:
+            raise UserInputError(f"The {phase} phase's Trainer arguments: transformers refuses them: "
+                                 f"{one_line(error)}") from None
+        try:
+            for integration in get_reporting_integration_callbacks(args.report_to):
+                integration()  # an integration whose package is missing raises here, as it would in the Trainer
+        except (ValueError, RuntimeError, ImportError) as error:
+            raise UserInputError(f"--report_to {' '.join(args.report_to)}: {one_line(error)}") from None
+
+
+__all__ = ["accelerator_available", "masking_rate", "trainer_kwargs", "pretrain_arguments", "finetune_arguments",
+           "one_line", "check_trainer_settings"]

@@ -1,9 +1,10 @@
 """One phase of a run, built once and run as built: SPT (`pretrain_phase`) or a fine-tuning arm (`finetune_phase`;
 `arm_phase` for an `arms.Arm`, the same for a mode's arm and a grid's).
 
-A `PlannedPhase` holds everything that defines the phase: its folder, task, model config, Trainer arguments, its
-definition (`runs.phase_definition`: what a re-run must match) and the settings it was built from. Every entry
-point plans its phases here (`pipeline.plan_run` for `run_spt.py`'s modes, `suites.ablation.plan_grid` for the
+A `PlannedPhase` holds everything that defines the phase, resolved once when it is planned: its folder, task, model
+config, Trainer arguments, its definition (`runs.phase_definition`: what a re-run must match) and what else it
+reads (`PhaseSettings`), never the settings objects it was built from, so nothing after planning reads a flag again. Every entry
+point plans its phases here (`pipeline.plan_run` for `run_spt.py`'s modes, `suites.grid_runner.plan_grid` for the
 grid, the LRA suite and the budget studies), checks every folder once, then calls `run_phase`, which trains the
 phase or returns its result when it is finished. A phase records its definition before it trains; one that fails
 before its first checkpoint removes what it wrote, and an interrupted one resumes from its newest checkpoint.
@@ -37,19 +38,46 @@ from ..training.parts import load_partial_weights
 from ..training.pretrain_trainer import PretrainTrainer
 from ..training.time_estimate import StepTimeEstimate
 from .arguments import ExperimentArguments, ModelArguments, SharedTrainingArguments
-from .arms import Arm
+from .arms import Arm, check_spt_weights_source
 from .card_provenance import phase_card_data
 from .lora_finetuning import adapter_provenance, with_adapters
 from .model_config import build_config, fit_to_checkpoint, starting_weights
-from .phase_arguments import finetune_arguments, pretrain_arguments
+from .phase_arguments import finetune_arguments, masking_rate, pretrain_arguments
 
 LOG_HISTORY_NAME = "log_history.json"  # every phase's Trainer log history, as the Trainer keeps it
 PROXIMITY_PROBE_SIZE = 32
 
 
 @dataclass(frozen=True)
+class PhaseSettings:
+    """What a phase reads besides its Trainer arguments, resolved from the flags once, when it is planned."""
+
+    objective: str  # the SPT objective ("masked" or "causal") of this pretraining, or of the one behind the weights
+    mlm_probability: float  # the SPT masking rate, as the card states it
+    token_weighting: str
+    class_weighting: str
+    early_stopping_patience: int | None
+    lora: dict[str, Any] | None  # a LoRA arm's r, alpha, dropout and target modules (`lora_settings`)
+    proximity_every_n_steps: int | None  # --log_proximity's probe: every N steps (None: at each evaluation)
+    log_proximity: bool = False
+
+
+def lora_settings(exp: ExperimentArguments) -> dict[str, Any]:
+    """LoRA's settings as a phase's definition records them and `with_adapters` reads them."""
+    return {"r": exp.lora_r, "alpha": exp.lora_alpha, "dropout": exp.lora_dropout,
+            "target_modules": exp.lora_target_modules}
+
+
+def phase_settings(exp: ExperimentArguments, task: Task, method: str = "full") -> PhaseSettings:
+    """The `PhaseSettings` of a phase on `task` (a fine-tuning arm trained with `method`)."""
+    return PhaseSettings(exp.pretrain_objective, masking_rate(exp, task), exp.token_weighting, exp.class_weighting,
+                         exp.early_stopping_patience, lora_settings(exp) if method == "lora" else None,
+                         exp.proximity_every_n_steps, exp.log_proximity)
+
+
+@dataclass(frozen=True)
 class PlannedPhase:
-    """One phase, built once: its folder, Trainer arguments, definition, the settings it was built from, and what
+    """One phase, built once: its folder, Trainer arguments, definition, what else it reads (`settings`), and what
     it trains (`arm` None: SPT). `run_phase` runs it as built."""
 
     folder: Path
@@ -57,8 +85,7 @@ class PlannedPhase:
     config: PreTrainedConfig
     args: TrainingArguments
     definition: dict[str, Any]
-    exp: ExperimentArguments
-    training: SharedTrainingArguments
+    settings: PhaseSettings
     init_from: str | Path | None = None
     arm: str | None = None
     init_parts: str | None = None
@@ -71,8 +98,8 @@ def pretrain_phase(task: Task, config: PreTrainedConfig, exp: ExperimentArgument
     """The SPT phase: MLM (or next-token prediction) on `task`'s training inputs, from random init or `init_from`."""
     args = pretrain_arguments(task, exp, training, folder)
     return PlannedPhase(folder, task, config, args,
-                        pretrain_definition(task, config, exp.pretrain_objective, args, init_from), exp, training,
-                        init_from)
+                        pretrain_definition(task, config, exp.pretrain_objective, args, init_from),
+                        phase_settings(exp, task), init_from)
 
 
 def finetune_phase(
@@ -88,14 +115,13 @@ def finetune_phase(
     `exp.finetune_method`); with LoRA only adapters and the head train (`lora_finetuning.with_adapters`).
     `source_definition`: the definition of the phase `init_from` holds, when this run has yet to train it.
     """
-    if init_parts is not None and init_from is None:
-        raise UserInputError(f"init_parts={init_parts!r} needs init_from (the SPT checkpoint to take them from).")
+    check_spt_weights_source(init_parts, init_from is not None, "init_parts", "pass init_from, the SPT checkpoint")
     method = method or exp.finetune_method
     args = finetune_arguments(task, exp, training, folder, config.num_labels, epochs)
     definition = finetune_definition(task, config, arm, args, init_from, init_parts, freeze_parts,
                                      source_definition=source_definition, settings=finetune_settings(exp, method))
-    return PlannedPhase(folder, task, config, args, definition, exp, training, init_from, arm, init_parts,
-                        freeze_parts, method)
+    return PlannedPhase(folder, task, config, args, definition, phase_settings(exp, task, method), init_from, arm,
+                        init_parts, freeze_parts, method)
 
 
 def arm_phase(arm: Arm, task: Task, config: PreTrainedConfig, model_args: ModelArguments, exp: ExperimentArguments,
@@ -143,20 +169,20 @@ def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
 
 
 def _run_pretrain(phase: PlannedPhase) -> dict[str, Any]:
-    exp, training = phase.exp, phase.training
-    task, args, folder = phase.task, phase.args, phase.folder
+    task, args, folder, settings = phase.task, phase.args, phase.folder, phase.settings
     with _recorded(folder, phase.definition):
-        set_seed(training.seed)
-        model = pretraining_model(phase.config, exp.pretrain_objective, phase.init_from)
+        set_seed(args.seed)
+        model = pretraining_model(phase.config, settings.objective, phase.init_from)
         trainer = PretrainTrainer(
             model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
-            data_collator=pretraining_collator(task.tokenizer, exp.pretrain_objective),
+            data_collator=pretraining_collator(task.tokenizer, settings.objective),
         )
-        _attach_probes(trainer, task, exp)
+        _attach_probes(trainer, task, settings)
         clock = _train(trainer, folder)
     metrics = trainer.evaluate()
-    card = phase_card_data(task, model.config, exp, "pretrain", args, phase.init_from,
-                           pretrain_epochs=trainer.state.epoch, extra_training={"token_weighting": exp.token_weighting})
+    card = phase_card_data(task, model.config, settings.objective, settings.mlm_probability, "pretrain", args,
+                           phase.init_from, pretrain_epochs=trainer.state.epoch,
+                           extra_training={"token_weighting": settings.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
                                      "epochs": trainer.state.epoch, "steps": trainer.state.global_step,
                                      "seconds": clock.seconds(), "train_sampling_strategy": args.train_sampling_strategy,
@@ -165,10 +191,10 @@ def _run_pretrain(phase: PlannedPhase) -> dict[str, Any]:
 
 
 def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
-    exp, training = phase.exp, phase.training
     task, args, folder, init_from, init_parts = phase.task, phase.args, phase.folder, phase.init_from, phase.init_parts
+    settings = phase.settings
     with _recorded(folder, phase.definition):
-        set_seed(training.seed)
+        set_seed(args.seed)
         loaded = None  # hybrid init: the keys taken from init_from, by part and layer
         if init_parts is None:
             model = classification_model(phase.config, init_from)
@@ -178,13 +204,13 @@ def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
         if phase.freeze_parts is not None:
             freeze_model_parts(model, phase.freeze_parts)
         if phase.method == "lora":
-            model = with_adapters(model, exp, folder)
+            model = with_adapters(model, settings.lora, folder)
         trainer = FinetuneTrainer(
             model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
         )
-        if exp.early_stopping_patience is not None:  # its counter is saved in checkpoints, so a resumed run keeps it
-            trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=exp.early_stopping_patience))
-        _attach_probes(trainer, task, exp)
+        if settings.early_stopping_patience is not None:  # its counter is saved in checkpoints: a resumed run keeps it
+            trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=settings.early_stopping_patience))
+        _attach_probes(trainer, task, settings)
         clock = _train(trainer, folder)
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
@@ -195,9 +221,9 @@ def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
               **({"data_notes": task.data_notes} if task.data_notes else {})}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
-    card = phase_card_data(task, model.config, exp, phase.arm, args, init_from,
-                           pretrain_epochs=(source_phase or {}).get("epochs"),
-                           extra_training={"class_weighting": exp.class_weighting}, init_parts=init_parts,
+    card = phase_card_data(task, model.config, settings.objective, settings.mlm_probability, phase.arm, args,
+                           init_from, pretrain_epochs=(source_phase or {}).get("epochs"),
+                           extra_training={"class_weighting": settings.class_weighting}, init_parts=init_parts,
                            freeze_parts=phase.freeze_parts,
                            pretraining_data=(source_phase or {}).get("pretraining_data"),
                            loaded=loaded, adapter=adapter_provenance(model, folder) if phase.method == "lora" else None)
@@ -209,16 +235,15 @@ def finetune_settings(exp: ExperimentArguments, method: str) -> dict[str, Any]:
     early stopping."""
     settings: dict[str, Any] = {"finetune_method": method, "early_stopping_patience": exp.early_stopping_patience}
     if method == "lora":
-        settings["lora"] = {"r": exp.lora_r, "alpha": exp.lora_alpha, "dropout": exp.lora_dropout,
-                            "target_modules": exp.lora_target_modules}
+        settings["lora"] = lora_settings(exp)
     return settings
 
 
-def _attach_probes(trainer, task: Task, exp: ExperimentArguments) -> None:
+def _attach_probes(trainer, task: Task, settings: PhaseSettings) -> None:
     """With --log_proximity, log proximity scores of the first validation inputs during training."""
-    if exp.log_proximity:
+    if settings.log_proximity:
         probe = task.dataset["validation"]["input_ids"][:PROXIMITY_PROBE_SIZE]
-        ProximityCallback.attach(trainer, probe, every_n_steps=exp.proximity_every_n_steps)
+        ProximityCallback.attach(trainer, probe, every_n_steps=settings.proximity_every_n_steps)
 
 
 def _finished(folder: Path) -> dict[str, Any] | None:
@@ -294,6 +319,6 @@ def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardDat
     return result
 
 
-__all__ = ["LOG_HISTORY_NAME", "PlannedPhase", "pretrain_phase", "finetune_phase", "arm_phase", "finetune_settings",
+__all__ = ["LOG_HISTORY_NAME", "PhaseSettings", "lora_settings", "phase_settings", "PlannedPhase", "pretrain_phase", "finetune_phase", "arm_phase", "finetune_settings",
            "run_phase",
            "pretrain", "finetune"]

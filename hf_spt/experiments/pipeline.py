@@ -29,19 +29,20 @@ from ..errors import UserInputError
 from ..runs.folder import PHASE_RESULT_NAME, locks_output_dir, read_json
 from ..runs.hub import check_hub_ready
 from ..runs.phase_definition import check_phase_folders
-from ..tasks import Task, load_task
-from .arguments import (CUSTOM_DATA_FIELDS, DataArguments, ExperimentArguments, ModelArguments,
+from ..tasks import Task, load_task, task_preset
+from ..tasks.registry import check_task_options
+from ..value_checks import check_declared
+from .arguments import (CUSTOM_DATA_FIELDS, TRANSFORMERS_RANGES, DataArguments, ExperimentArguments, ModelArguments,
                         SharedTrainingArguments)
 from .lora_finetuning import check_lora_ready
-from .model_config import build_config, starting_weights
+from .model_config import build_config, check_model_settings, starting_weights
 from .modes import MODES, PRETRAIN_FOLDER
+from .phase_arguments import check_trainer_settings
 from .phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
 from .run_plan import announce_plan
 from .run_results import listed_arms, write_results
-from .value_ranges import check_value_ranges
 
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")
-PROXIMITY_PROBE_SIZE = 32
 
 
 def fit_lengths(task: Task, max_length: int, truncation: bool) -> Task:
@@ -109,6 +110,33 @@ def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Ta
     return fit_lengths(source, task.preset.max_length, data_args.truncation)
 
 
+def check_run_settings(
+    data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, training: SharedTrainingArguments,
+    phases: tuple[str, ...] | None = None, trainer_arguments: bool = True,
+) -> None:
+    """Everything the settings of a run must satisfy, checked before any data is built (and by every `--dry_run`):
+    each group's declared ranges and choices (again: a program may have changed a value since it built the group),
+    the task options against their builder's declaration, the model config and its models built on the meta
+    device from the flags (`model_config.check_model_settings`), and (`trainer_arguments`) the Trainer arguments
+    and reporters of the `phases` that train (default: `exp.mode`'s) as transformers builds them
+    (`check_trainer_settings`). Building Trainer arguments sets up the process's distributed state, so a grid,
+    whose runner sets that state up itself, checks them once it has (`suites.grid.check_trainer_settings_of`)."""
+    for group in (data_args, model_args, exp):
+        check_declared(group)
+    check_declared(training, TRANSFORMERS_RANGES)
+    mode = MODES[exp.mode]
+    if phases is None:
+        phases = ("pretrain",) * mode.pretrains + ("finetune",) * bool(mode.arms)
+    check_task_options(data_args.task, task_options(data_args, data_args.task))
+    if "pretrain" in phases and data_args.pretrain_task:
+        check_task_options(data_args.pretrain_task, data_args.pretrain_task_options)
+    check_model_settings(model_args, data_args.task, data_args.max_length,
+                         exp.pretrain_objective if "pretrain" in phases else None)
+    if trainer_arguments:
+        check_trainer_settings(exp, training, task_preset(data_args.task).batch_size, Path(training.output_dir),
+                               phases)
+
+
 def clear_phase_folders(folders: list[Path]) -> None:
     """`--overwrite_output_dir`: delete the folders of the phases this run trains (never another phase's)."""
     if PartialState().is_main_process:
@@ -146,7 +174,7 @@ def run_experiment(
 ) -> dict[str, Any]:
     """Plan the phases `exp.mode` asks for (`plan_run`), check every phase folder before any phase trains (a
     re-run defined otherwise stops here), run them, and return (and write, on the main process) the results."""
-    check_value_ranges(data_args, model_args, exp, training)
+    check_run_settings(data_args, model_args, exp, training)
     output_dir = Path(training.output_dir)
     if training.push_to_hub:
         check_hub_ready(training.hub_model_id)  # fail now, not after training
@@ -161,8 +189,7 @@ def run_experiment(
     check_phase_folders((phase.folder, phase.definition) for phase in phases)
     state = PartialState()
     state.wait_for_everyone()  # no rank writes into a folder another rank is judging
-    announce_plan([phase.folder.name for phase in phases if not (phase.folder / PHASE_RESULT_NAME).is_file()],
-                  task, source, phases[-1].config, exp, training)
+    announce_plan([phase for phase in phases if not (phase.folder / PHASE_RESULT_NAME).is_file()], task)
     results = [run_phase(phase, checked=True) for phase in phases]
     state.wait_for_everyone()
     pretrain_result = next((result for phase, result in zip(phases, results) if phase.arm is None), None)
@@ -179,5 +206,5 @@ def run_experiment(
     return {"task": task.name, "arms": arms, **extra}
 
 
-__all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "plan_run",
+__all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "check_run_settings", "plan_run",
            "clear_phase_folders", "run_experiment"]

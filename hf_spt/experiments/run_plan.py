@@ -1,8 +1,9 @@
 """A run's plan, stated before it trains: optimizer steps per phase, and whether the model is sized for a GPU.
 
 Steps are counted as the Trainer counts them (`phase_steps`): batches per epoch over every process, divided by
-the gradient accumulation steps (rounded up), times the epochs, or `max_steps` when given. The pretraining phase
-of a pair task reads both sequences of every row. Each phase prints its expected time itself once its first steps
+the gradient accumulation steps (rounded up), times the epochs, or `max_steps` when given, read off each built
+phase's Trainer arguments (`phases.PlannedPhase`). The pretraining phase of a pair task reads both sequences of
+every row. Each phase prints its expected time itself once its first steps
 are measured (`training.time_estimate.StepTimeEstimate`).
 
 On a CPU, a model sized for a GPU takes minutes per step (the ListOps preset: about two). The rule: the training
@@ -27,8 +28,8 @@ from ..tasks import Task
 from ..training.model_factory import classification_model
 from .arguments import ExperimentArguments, SharedTrainingArguments
 from .phase_arguments import accelerator_available
+from .phases import PlannedPhase
 
-PRETRAIN_PHASE = "pretrain"
 GPU_SIZED_FLOPS = 1e12
 """Training FLOPs of one optimizer step above which a CPU run is warned (see the module docstring)."""
 SMALL_SETTINGS = (
@@ -69,21 +70,22 @@ class PhasePlan:
     steps_per_epoch: int
     steps: int
     epochs: float | None  # None when max_steps sets the steps
+    early_stopping: bool = False  # the steps are a maximum
 
 
-def plan_phases(names: Sequence[str], task: Task, source: Task, exp: ExperimentArguments,
-                training: SharedTrainingArguments, world_size: int = 1) -> list[PhasePlan]:
-    """The plan of the phases `names` ("pretrain" on `source`'s inputs, any other name a fine-tuning arm on `task`)."""
+def plan_phases(phases: Sequence[PlannedPhase], world_size: int = 1) -> list[PhasePlan]:
+    """The plan of built phases, read off their Trainer arguments and data (a pretraining phase of a pair task
+    reads both sequences of every row)."""
     plans = []
-    for name in names:
-        phase, data = ("pretrain", source) if name == PRETRAIN_PHASE else ("finetune", task)
-        rows = len(data.dataset["train"]) * (2 if phase == "pretrain" and data.is_pair else 1)
-        batch = exp.phase_setting(training, phase, "batch_size") or data.preset.batch_size
-        epochs = exp.phase_setting(training, phase, "epochs")
-        max_steps = exp.phase_setting(training, phase, "max_steps")
-        per_epoch, steps = phase_steps(rows, batch * world_size, epochs, max_steps,
-                                       training.gradient_accumulation_steps)
-        plans.append(PhasePlan(name, rows, batch, per_epoch, steps, None if max_steps and max_steps > 0 else epochs))
+    for phase in phases:
+        args, pretraining = phase.args, phase.arm is None
+        rows = len(phase.task.dataset["train"]) * (2 if pretraining and phase.task.is_pair else 1)
+        batch = args.per_device_train_batch_size
+        per_epoch, steps = phase_steps(rows, batch * world_size, args.num_train_epochs, args.max_steps,
+                                       args.gradient_accumulation_steps)
+        plans.append(PhasePlan(phase.folder.name, rows, batch, per_epoch, steps,
+                               None if args.max_steps > 0 else args.num_train_epochs,
+                               not pretraining and phase.settings.early_stopping_patience is not None))
     return plans
 
 
@@ -97,33 +99,33 @@ def step_flops(config: PreTrainedConfig, rows: int, length: int) -> tuple[float,
     return 6.0 * (parameters + attention) * rows * length, parameters
 
 
-def plan_text(task: Task, plans: list[PhasePlan], early_stopping: bool, world_size: int, device: str) -> str:
+def plan_text(task: Task, plans: list[PhasePlan], world_size: int, device: str) -> str:
     """The plan as printed: one line per phase."""
     lines = [f"Plan ({task.name}, {world_size} process{'es' if world_size > 1 else ''} on {device}):"]
     for plan in plans:
         budget = (f"{plan.steps_per_epoch:,} steps/epoch x {plan.epochs:g} epochs = {plan.steps:,} optimizer steps"
                   if plan.epochs is not None else f"--max_steps: {plan.steps:,} optimizer steps")
-        cut = " at most (early stopping)" if early_stopping and plan.name != PRETRAIN_PHASE else ""
+        cut = " at most (early stopping)" if plan.early_stopping else ""
         lines.append(f"  {plan.name}: {plan.rows:,} training rows, batch {plan.batch} per process: {budget}{cut}")
     lines.append("  Each phase prints its expected time after its first steps.")
     return "\n".join(lines)
 
 
-def announce_plan(names: Sequence[str], task: Task, source: Task, config: PreTrainedConfig,
-                  exp: ExperimentArguments, training: SharedTrainingArguments) -> None:
-    """Print the plan of the phases `names` (those left to train) on the main process; on a CPU, warn (stderr) when
-    an optimizer step costs more than `GPU_SIZED_FLOPS`, pointing to the small settings."""
+def announce_plan(phases: Sequence[PlannedPhase], task: Task) -> None:
+    """Print the plan of the built `phases` left to train on the main process (its task: `task`); on a CPU, warn
+    (stderr) when an optimizer step costs more than `GPU_SIZED_FLOPS`, pointing to the small settings."""
     state = PartialState()
-    if not names or not state.is_main_process:
+    if not phases or not state.is_main_process:
         return
-    plans = plan_phases(names, task, source, exp, training, state.num_processes)
-    on_accelerator = accelerator_available(training)
+    plans = plan_phases(phases, state.num_processes)
+    args = phases[-1].args
+    on_accelerator = accelerator_available(args)
     device = "an accelerator" if on_accelerator else "the CPU"
-    print(plan_text(task, plans, exp.early_stopping_patience is not None, state.num_processes, device), flush=True)
+    print(plan_text(task, plans, state.num_processes, device), flush=True)
     if on_accelerator:
         return
-    batch = max(plan.batch for plan in plans) * training.gradient_accumulation_steps
-    flops, parameters = step_flops(config, batch, task.preset.max_length)
+    batch = max(plan.batch for plan in plans) * args.gradient_accumulation_steps
+    flops, parameters = step_flops(phases[-1].config, batch, task.preset.max_length)
     if flops > GPU_SIZED_FLOPS:
         print(f"warning: a GPU-sized run on a CPU: {parameters:,} parameters on rows of up to "
               f"{task.preset.max_length:,} tokens, {batch} rows a step, about {flops:.1e} FLOPs per optimizer step "

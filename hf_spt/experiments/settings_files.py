@@ -8,22 +8,47 @@ an unknown name or a value of the wrong type, naming it and the file, before any
 from __future__ import annotations
 
 import json
-import types
 import typing
 from dataclasses import fields
-from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, Union
-
-from transformers import HfArgumentParser
+from typing import Any
 
 from ..errors import MissingInputError, UserInputError
-from .arguments import ARGUMENT_GROUPS
+from ..value_checks import fits, type_words
+from .arguments import ARGUMENT_GROUPS, SettingsParser
 from .recipes import RECIPES, recipe_path, task_key
 
 
+class DuplicateKeyError(UserInputError):
+    """A settings file names one key twice in a mapping (YAML and JSON readers would keep the last silently)."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]], where: str) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKeyError(f"{where}: the key {key!r} is given twice in one mapping; keep one.")
+        seen[key] = value
+    return seen
+
+
+def _yaml_without_duplicates(text: str, where: str) -> Any:
+    """`yaml.safe_load`, refusing a key given twice in one mapping."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN202 (yaml's signature)
+            keys = [self.construct_object(key, deep=deep) for key, _ in node.value
+                    if key.tag != "tag:yaml.org,2002:merge"]  # a merge (<<: *anchor) may be overridden
+            _unique_pairs([(key, None) for key in keys], f"{where}, line {node.start_mark.line + 1}")
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+
+
 def read_settings_file(path: str | Path, what: str) -> Any:
-    """The content of a YAML (.yaml/.yml) or JSON file; a missing or unparsable file is a user error naming it."""
+    """The content of a YAML (.yaml/.yml) or JSON file; a missing or unparsable file, or a key given twice in one
+    mapping, is a one-line user error naming it."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError):
@@ -34,60 +59,32 @@ def read_settings_file(path: str | Path, what: str) -> Any:
         import yaml
 
         try:
-            return yaml.safe_load(text)
+            return _yaml_without_duplicates(text, f"{what} {path}")
         except yaml.YAMLError as error:
-            raise UserInputError(f"{what} {path} is not valid YAML: {error}") from None
+            raise UserInputError(f"{what} {path} is not valid YAML: {' '.join(str(error).split())}") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=lambda pairs: _unique_pairs(pairs, f"{what} {path}"))
     except json.JSONDecodeError as error:
         raise UserInputError(f"{what} {path} is not valid JSON: {error}") from None
 
 
 MAPPING_SETTINGS = ("task_options", "pretrain_task_options")  # JSON text as a flag, a mapping in a file
-TYPE_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "text", type(None): "null",
-              dict: "a mapping", list: "a list"}
+RECIPE_UNREAD = ("recipe", "task", "config_file")
+"""Names a recipe may not hold: a recipe names no other recipe, and it holds settings for a task (by `tasks:`), it
+does not choose the task."""
 
 
-def _fits(value: Any, annotation: Any) -> bool:
-    """Whether a file's `value` (a YAML/JSON value) has the type `annotation` of a dataclass field."""
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin in (Union, types.UnionType):
-        return any(_fits(value, option) for option in args)
-    if origin is Literal:
-        return value in args
-    if annotation in (int, float) and isinstance(value, bool):
-        return False
-    if annotation is float:
-        return isinstance(value, (int, float))
-    if (origin or annotation) in (list, tuple):
-        return isinstance(value, list) and all(_fits(item, args[0]) for item in value if args)
-    if isinstance(annotation, type) and issubclass(annotation, Enum):
-        return value in {member.value for member in annotation}
-    if annotation in TYPE_WORDS or origin is dict:
-        return isinstance(value, origin or annotation)
-    return True  # a type a file cannot spell (a config object): the dataclass judges it
-
-
-def _type_words(annotation: Any) -> str:
-    """`annotation` in words: "a whole number or null", "a list (text each)"..."""
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin in (Union, types.UnionType):
-        return " or ".join(dict.fromkeys(_type_words(option) for option in args))
-    if origin is Literal or isinstance(annotation, type) and issubclass(annotation, Enum):
-        return "one of " + ", ".join(repr(getattr(option, "value", option)) for option in (args or annotation))
-    if (origin or annotation) in (list, tuple):
-        return f"a list ({_type_words(args[0])} each)" if args else "a list"
-    return TYPE_WORDS.get(origin or annotation, getattr(annotation, "__name__", str(annotation)))
-
-
-def check_setting_types(settings: dict[str, Any], where: str, groups: tuple[type, ...] = ARGUMENT_GROUPS) -> None:
+def check_setting_types(settings: dict[str, Any], where: str, groups: tuple[type, ...] = ARGUMENT_GROUPS,
+                        text_parsed: bool = True) -> None:
     """Raise `UserInputError` listing every setting of a file whose value has not its field's type (`hidden_size:
-    32.5`, `seed: [1, 2]`), with the type expected. Text passes: the parser reads it as the flag typed."""
+    32.5`, `seed: [1, 2]`), with the type expected. `text_parsed`: text passes, for the parser reads it as the flag
+    typed (a config file, a recipe); a grid or study file has no parser, so there "32" is no number."""
     hints = {name: hint for group in groups for name, hint in typing.get_type_hints(group).items()}
-    hints.update({name: dict | str | None for name in MAPPING_SETTINGS})
-    wrong = [f"{name}: {value!r} does not fit --{name}, which takes {_type_words(hints[name])}"
+    hints.update({name: dict | str | None for name in MAPPING_SETTINGS if name in hints})
+    flag = "--" if text_parsed else ""  # a grid or study file names settings, not flags
+    wrong = [f"{name}: {value!r} does not fit {flag}{name}, which takes {type_words(hints[name])}"
              for name, value in settings.items()
-             if name in hints and not isinstance(value, str) and not _fits(value, hints[name])]
+             if name in hints and not (text_parsed and isinstance(value, str)) and not fits(value, hints[name])]
     if wrong:
         raise UserInputError(f"{where}: {'; '.join(wrong)}.")
 
@@ -101,7 +98,7 @@ def check_settings(settings: Any, where: str) -> dict[str, Any]:
     if unknown:
         raise UserInputError(f"{where}: unknown settings {unknown}; run with --help for the valid names.")
     check_setting_types(settings, where)
-    HfArgumentParser(ARGUMENT_GROUPS).parse_dict(settings)  # the groups' own checks (JSON options...)
+    SettingsParser(ARGUMENT_GROUPS).parse_dict(settings)  # the groups' own checks (JSON options...)
     return settings
 
 
@@ -115,10 +112,15 @@ def read_recipe(recipe: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]
     path = recipe_path(recipe)
     content = read_settings_file(path, "--recipe") or {}
     tasks = (content.pop("tasks", None) if isinstance(content, dict) else None) or {}
-    common = check_settings(content, f"--recipe {path}")
     if not isinstance(tasks, dict):
         raise UserInputError(f"--recipe {path}: tasks: is a mapping of task name -> settings, not "
                              f"{type(tasks).__name__}.")
+    for where, settings in (("", content), *((f", tasks: {name}", settings) for name, settings in tasks.items())):
+        named = sorted(set(settings) & set(RECIPE_UNREAD)) if isinstance(settings, dict) else []
+        if named:
+            raise UserInputError(f"--recipe {path}{where}: a recipe may not set {named}: it holds settings for tasks "
+                                 "(under tasks:), it does not choose the task, another recipe or a config file.")
+    common = check_settings(content, f"--recipe {path}")
     return common, {task_key(name): check_settings(settings, f"--recipe {path}, tasks: {name}")
                     for name, settings in tasks.items()}
 
@@ -136,5 +138,5 @@ def recipe_settings(recipe: str, task: str) -> dict[str, Any]:
     return {**common, **tasks[task_key(task)]}
 
 
-__all__ = ["read_settings_file", "check_setting_types", "check_settings", "read_config_file", "read_recipe",
+__all__ = ["DuplicateKeyError", "read_settings_file", "check_setting_types", "check_settings", "read_config_file", "read_recipe",
            "recipe_settings"]

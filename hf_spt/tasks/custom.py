@@ -16,7 +16,7 @@ MAX_IMPLIED_LENGTH; a longer example is an error naming its row.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +26,7 @@ from datasets.exceptions import DatasetGenerationError
 
 from ..errors import MissingInputError
 from ..models.tokenization_spt import build_byte_tokenizer, build_word_tokenizer
+from ..value_checks import FRACTION, POSITIVE_INT
 from .common import (DataFormatError, carve_validation, content_cache_dir, is_saved_dataset, load_saved_dataset, require_path,
                      byte_encode_column, utf8_error)
 from .registry import Task, TaskPreset, register_task
@@ -222,11 +223,11 @@ def load_custom(
     text_pair_column: str | None = None,
     label_column: str = "label",
     label_names: list[str] | None = None,
-    vocab_size: int | None = None,
-    max_length: int | None = None,
-    max_implied_length: int | None = MAX_IMPLIED_LENGTH,
-    validation_fraction: float = 0.1,
-    num_proc: int | None = None,
+    vocab_size: Annotated[int, POSITIVE_INT] | None = None,
+    max_length: Annotated[int, POSITIVE_INT] | None = None,
+    max_implied_length: Annotated[int, POSITIVE_INT] | None = MAX_IMPLIED_LENGTH,
+    validation_fraction: Annotated[float, FRACTION] = 0.1,
+    num_proc: Annotated[int, POSITIVE_INT] | None = None,
     cache_dir: str | None = None,
 ) -> Task:
     """Load, label-encode and byte-tokenize the user's data; `max_length` defaults to the longest example.

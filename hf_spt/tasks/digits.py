@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 from datasets import Dataset, DatasetDict
 
 from ..errors import UserInputError
+from ..value_checks import NON_NEGATIVE_INT, POSITIVE_INT
 from .common import PIXEL_VALUES, build_pixel_tokenizer, pixel_ids
 from .registry import Task, TaskPreset, register_task
 
@@ -119,10 +121,10 @@ def load_digits_task(
     data_dir: str | None = None,
     seed: int = 0,
     image_size: int = 16,
-    num_train: int | None = None,
-    num_validation: int = 200,
-    num_test: int = 400,
-    split_seed: int = 0,
+    num_train: Annotated[int, POSITIVE_INT] | None = None,
+    num_validation: Annotated[int, POSITIVE_INT] = 200,
+    num_test: Annotated[int, POSITIVE_INT] = 400,
+    split_seed: Annotated[int, NON_NEGATIVE_INT] = 0,
 ) -> Task:
     """The digits as image_size² pixel tokens; `seed` draws the `num_train` subset, held-out splits are fixed."""
     if data_dir is not None:

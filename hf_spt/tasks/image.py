@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Annotated
 
 from datasets import Dataset, DatasetDict, Image, load_dataset
 
+from ..value_checks import FRACTION, POSITIVE_INT
 from .common import (DataFormatError, build_pixel_tokenizer, carve_validation, grayscale_pixels, hub_dataset,
                      is_saved_dataset, load_saved_dataset, pixel_ids, require_path)
 from .registry import Task, TaskPreset, register_task
@@ -74,9 +76,9 @@ PRESET = TaskPreset(
 def load_image(
     data_dir: str | None = None,
     seed: int = 0,
-    image_size: int = 32,
-    validation_fraction: float = 0.1,
-    num_proc: int | None = None,
+    image_size: Annotated[int, POSITIVE_INT] = 32,
+    validation_fraction: Annotated[float, FRACTION] = 0.1,
+    num_proc: Annotated[int, POSITIVE_INT] | None = None,
     cache_dir: str | None = None,
 ) -> Task:
     """Grayscale pixel sequences of length image_size²; validation carved from train with `seed`."""

@@ -12,11 +12,13 @@ import csv
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Annotated
 
 from datasets import DatasetDict, config
 
 from ..errors import UserInputError
 from ..models.tokenization_spt import NUM_SPECIAL_TOKENS, build_word_tokenizer
+from ..value_checks import POSITIVE_INT
 from .common import DataFormatError, require_path, rows_to_dataset
 from .listops_generator import OPERATORS, SPLIT_FILES, apply_operator, generate_listops, write_listops_tsv
 from .registry import Task, TaskPreset, register_task
@@ -127,12 +129,12 @@ PRESET = TaskPreset(
 def load_listops(
     data_dir: str | None = None,
     seed: int = 0,
-    num_train: int = 96000,
-    num_validation: int = 2000,
-    num_test: int = 2000,
-    min_length: int = 500,
-    max_length: int = 2000,
-    num_proc: int | None = None,
+    num_train: Annotated[int, POSITIVE_INT] = 96000,
+    num_validation: Annotated[int, POSITIVE_INT] = 2000,
+    num_test: Annotated[int, POSITIVE_INT] = 2000,
+    min_length: Annotated[int, POSITIVE_INT] = 500,
+    max_length: Annotated[int, POSITIVE_INT] = 2000,
+    num_proc: Annotated[int, POSITIVE_INT] | None = None,
     cache_dir: str | None = None,
 ) -> Task:
     """Load the released TSVs from `data_dir`, or generate `num_train/num_validation/num_test` trees.

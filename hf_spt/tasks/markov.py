@@ -11,11 +11,13 @@ mechanism (length-100 sequences, a 1-layer model).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Annotated
 
 import numpy as np
 from datasets import Dataset, DatasetDict
 
 from ..models.tokenization_spt import build_word_tokenizer
+from ..value_checks import AT_LEAST_TWO, POSITIVE_INT, PROBABILITY
 from .registry import Task, TaskPreset, register_task
 
 
@@ -60,13 +62,13 @@ PRESET = TaskPreset(
 def load_markov(
     data_dir: str | None = None,
     seed: int = 0,
-    num_train: int = 4000,
-    num_validation: int = 500,
-    num_test: int = 1000,
-    length: int = 100,
-    num_symbols: int = 32,
+    num_train: Annotated[int, POSITIVE_INT] = 4000,
+    num_validation: Annotated[int, POSITIVE_INT] = 500,
+    num_test: Annotated[int, POSITIVE_INT] = 1000,
+    length: Annotated[int, POSITIVE_INT] = 100,
+    num_symbols: Annotated[int, AT_LEAST_TWO] = 32,
     steps: tuple[int, ...] = (1, 3),
-    locality: float = 0.8,
+    locality: Annotated[float, PROBABILITY] = 0.8,
 ) -> Task:
     """Generate the task; `seed` fixes the data. `data_dir` is unused (nothing on disk)."""
     rng = np.random.default_rng(seed)

@@ -20,12 +20,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 from datasets import Dataset, DatasetDict
 
 from ..errors import MissingInputError, UserInputError
 from ..models.tokenization_spt import NUM_SPECIAL_TOKENS
+from ..value_checks import NON_NEGATIVE_INT, POSITIVE_INT
 from .common import (DataFormatError, build_pixel_tokenizer, carve_validation, grayscale_pixels, pixel_ids,
                      read_utf8, require_path, rows_to_dataset)
 from .pathfinder_generator import generate_pathfinder
@@ -210,13 +212,13 @@ def register_variant(name: str, image_size: int, description: str, release: str)
     def load(
         data_dir: str | None = None,
         seed: int = 0,
-        image_size: int = image_size,
+        image_size: Annotated[int, POSITIVE_INT] = image_size,
         difficulty: str = "curv_contour_length_14",
-        num_images: int = 20000,
-        contour_length: int = 14,
-        num_proc: int | None = None,
+        num_images: Annotated[int, POSITIVE_INT] = 20000,
+        contour_length: Annotated[int, POSITIVE_INT] = 14,
+        num_proc: Annotated[int, POSITIVE_INT] | None = None,
         cache_dir: str | None = None,
-        num_distractors: int = 2,
+        num_distractors: Annotated[int, NON_NEGATIVE_INT] = 2,
         label: str = "path",
     ) -> Task:
         """The variant from `data_dir`, or `num_images` generated ones (`image_size` 32, 64 or 128; shorter paths

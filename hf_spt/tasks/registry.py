@@ -11,6 +11,7 @@ custom data's number of classes) with `dataclasses.replace`.
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from datasets import DatasetDict
 from transformers import PreTrainedTokenizerBase
 
 from ..errors import UserInputError
+from ..value_checks import declared_range, fits, type_words, value_problem
 
 REQUIRED_SPLITS = ("train", "validation", "test")
 
@@ -93,8 +95,7 @@ def task_preset(name: str) -> TaskPreset:
 
 def load_task(name: str, data_dir: str | None = None, seed: int = 0, **options: Any) -> Task:
     """Build the task `name` (see `list_tasks()`); `options` go to its builder (sizes, lengths...)."""
-    task_preset(name)  # an unknown name fails here
-    check_options(TASKS[name], options)
+    check_task_options(name, options)  # an unknown name or option fails here
     task = TASKS[name].builder(data_dir=data_dir, seed=seed, **options)
     check_task(task)
     return task
@@ -107,7 +108,9 @@ def task_option_names(entry: TaskEntry) -> list[str]:
 
 
 def check_options(entry: TaskEntry, options: dict[str, Any]) -> None:
-    """An option the builder does not take is an error listing the valid ones (not a bare TypeError)."""
+    """Check a task's options before any data is built, against what its builder's signature declares: an option it
+    does not take is an error listing the valid ones (not a bare TypeError), and a value of the wrong type or
+    outside the range its parameter declares (`Annotated[int, POSITIVE_INT]`) an error naming it."""
     if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(entry.builder).parameters.values()):
         return
     valid = task_option_names(entry)
@@ -115,6 +118,22 @@ def check_options(entry: TaskEntry, options: dict[str, Any]) -> None:
     if unknown:
         raise UserInputError(f"Task {entry.name!r} has no option(s) {unknown} (--task_options); its options: "
                              f"{', '.join(valid)}.")
+    hints = typing.get_type_hints(entry.builder, include_extras=True)
+    wrong = []
+    for name, value in options.items():
+        hint = hints.get(name, Any)
+        if not fits(value, hint):
+            wrong.append(f"{name} {value!r}: must be {type_words(hint)}")
+        elif problem := value_problem(name, value, declared_range(hint)):
+            wrong.append(problem)
+    if wrong:
+        raise UserInputError(f"Task {entry.name!r}, --task_options: {'; '.join(wrong)}.")
+
+
+def check_task_options(name: str, options: dict[str, Any]) -> None:
+    """Task `name` exists and takes `options` (`check_options`), checked without building any data."""
+    task_preset(name)
+    check_options(TASKS[name], options)
 
 
 def check_task(task: Task) -> None:
@@ -139,4 +158,4 @@ def list_tasks() -> str:
 
 
 __all__ = ["Task", "TaskPreset", "TaskEntry", "TASKS", "register_task", "task_preset", "load_task", "task_option_names",
-           "check_options", "check_task", "list_tasks"]
+           "check_options", "check_task_options", "check_task", "list_tasks"]

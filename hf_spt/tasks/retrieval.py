@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Annotated
 
 from datasets import DatasetDict
 
 from ..errors import MissingInputError
 from ..models.tokenization_spt import build_byte_tokenizer
+from ..value_checks import POSITIVE_INT
 from .common import DataFormatError, byte_encode_column, require_path, rows_to_dataset
 from .registry import Task, TaskPreset, register_task
 
@@ -61,8 +63,8 @@ PRESET = TaskPreset(
 def load_retrieval(
     data_dir: str | None = None,
     seed: int = 0,
-    max_length: int = 4000,
-    num_proc: int | None = None,
+    max_length: Annotated[int, POSITIVE_INT] = 4000,
+    num_proc: Annotated[int, POSITIVE_INT] | None = None,
     cache_dir: str | None = None,
 ) -> Task:
     """Both papers as byte ids cut at `max_length`; `seed` is unused (the release fixes the splits)."""

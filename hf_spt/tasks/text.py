@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Annotated
 
 from datasets import Dataset, DatasetDict
 
 from ..models.tokenization_spt import build_byte_tokenizer
+from ..value_checks import FRACTION, POSITIVE_INT
 from .common import (DataFormatError, carve_validation, hub_dataset, is_saved_dataset, load_saved_dataset,
                      require_path, rows_to_dataset, byte_encode_column)
 from .registry import Task, TaskPreset, register_task
@@ -77,9 +79,9 @@ PRESET = TaskPreset(
 def load_text(
     data_dir: str | None = None,
     seed: int = 0,
-    max_length: int = 4096,
-    validation_fraction: float = 0.1,
-    num_proc: int | None = None,
+    max_length: Annotated[int, POSITIVE_INT] = 4096,
+    validation_fraction: Annotated[float, FRACTION] = 0.1,
+    num_proc: Annotated[int, POSITIVE_INT] | None = None,
     cache_dir: str | None = None,
 ) -> Task:
     """IMDB as byte ids cut at `max_length`; validation carved from train with `seed`."""

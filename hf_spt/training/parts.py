@@ -55,15 +55,29 @@ partial loading and for freezing)."""
 _ENCODER_KEY = re.compile(r"^(?P<prefix>(?:[^.]+\.)*?)(?P<key>(?:embeddings|layers\.\d+|final_norm)\..+)$")
 
 
-def parse_parts(parts: str | Iterable[str]) -> list[str]:
-    """`"qk,mlp"` or `["qk", "mlp"]` -> `["qk", "mlp"]`; an unknown name is an error listing the valid ones."""
-    names = [p.strip() for p in (parts.split(",") if isinstance(parts, str) else parts) if p.strip()]
-    if not names:
-        raise UserInputError(f"No part given; choose one or more (comma-separated) of {', '.join(PART_PATTERNS)}.")
-    unknown = [name for name in names if name not in PART_PATTERNS]
-    if unknown:
-        raise UserInputError(f"Unknown part(s) {unknown}; valid parts: {', '.join(PART_PATTERNS)} (combine with commas).")
-    return names
+class Parts(str):
+    """A checked selection of parts: `Parts("qk, mlp")` is the text `"qk,mlp"` (what runs record and compare) with
+    `names == ("qk", "mlp")`. The one place part names are parsed: a selection is parsed where it enters (a flag,
+    a grid arm) and everything after reads `names`; `Parts(parts)` of a `Parts` is that same value, not parsed
+    again. An empty selection or an unknown name is an error listing the valid ones."""
+
+    names: tuple[str, ...]
+
+    def __new__(cls, parts: str | Iterable[str]) -> Parts:
+        if isinstance(parts, Parts):
+            return parts
+        if not isinstance(parts, str) and not all(isinstance(part, str) for part in parts):
+            raise UserInputError(f"Parts {parts!r}: give part names as text, e.g. 'qk' or 'qk,mlp'.")
+        names = [p.strip() for p in (parts.split(",") if isinstance(parts, str) else parts) if p.strip()]
+        if not names:
+            raise UserInputError(f"No part given; choose one or more (comma-separated) of {', '.join(PART_PATTERNS)}.")
+        unknown = [name for name in names if name not in PART_PATTERNS]
+        if unknown:
+            raise UserInputError(f"Unknown part(s) {unknown}; valid parts: {', '.join(PART_PATTERNS)} (combine with "
+                                 "commas).")
+        selection = super().__new__(cls, ",".join(names))
+        selection.names = tuple(names)
+        return selection
 
 
 def split_prefix(name: str) -> tuple[str, str] | None:
@@ -83,7 +97,7 @@ def select_keys(names: Iterable[str], parts: str | Iterable[str], layers: Iterab
     `layers` limits per-layer keys to those layers; keys outside any layer (embeddings, the
     final norm) stay selected when their part asks for them.
     """
-    patterns = [re.compile(PART_PATTERNS[p] + "$") for p in parse_parts(parts)]
+    patterns = [re.compile(PART_PATTERNS[p] + "$") for p in Parts(parts).names]
     wanted_layers = None if layers is None else set(layers)
     selected = []
     for name in names:
@@ -114,7 +128,7 @@ def save_partial_state_dict(
         raise UserInputError(f"Parts {parts!r} select no tensor of this model; its keys: {sorted(model.state_dict())}.")
     path = Path(save_directory) / PARTIAL_WEIGHTS_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata={"format": "pt", PARTS_METADATA_KEY: ",".join(parse_parts(parts))})
+    save_file(tensors, str(path), metadata={"format": "pt", PARTS_METADATA_KEY: str(Parts(parts))})
     return path
 
 
@@ -141,7 +155,7 @@ class LoadReport:
         """The loaded keys per part and layer (`{"qk": {"0": [...], "1": [...]}}`; "-" for keys outside layers),
         as `phase.json` and the model card record them."""
         grouped: dict[str, dict[str, list[str]]] = {}
-        for part in parse_parts(parts):
+        for part in Parts(parts).names:
             for key in select_keys(self.loaded, part):
                 layer = _layer_of(split_prefix(key)[1])
                 grouped.setdefault(part, {}).setdefault("-" if layer is None else str(layer), []).append(key)
@@ -253,7 +267,7 @@ def freeze_parts(model: nn.Module, parts: str | Iterable[str], layers: Iterable[
     that matches no parameter is an error, so a typo in a layer list cannot silently freeze nothing.
     """
     parameters = dict(model.named_parameters())
-    names = select_keys(parameters, parse_parts(parts), layers)
+    names = select_keys(parameters, parts, layers)
     if not names:
         raise UserInputError(f"Parts {parts!r} (layers {layers}) match no parameter of this model; "
                          f"its parameters: {sorted(parameters)}.")
@@ -267,6 +281,6 @@ def frozen_parameter_names(model: nn.Module) -> list[str]:
     return [name for name, parameter in model.named_parameters() if not parameter.requires_grad]
 
 
-__all__ = ["PARTIAL_WEIGHTS_NAME", "PART_PATTERNS", "LoadReport", "parse_parts", "split_prefix", "select_keys",
+__all__ = ["PARTIAL_WEIGHTS_NAME", "PART_PATTERNS", "Parts", "LoadReport", "split_prefix", "select_keys",
            "get_partial_state_dict", "save_partial_state_dict", "load_partial_weights",
            "freeze_parts", "frozen_parameter_names"]

@@ -24,15 +24,12 @@ from ...errors import MissingInputError, UserInputError
 from ...runs.phase_definition import definition_digest, read_definition
 from ..arguments import DataArguments
 from ..pipeline import prepare_task
-from ..settings_files import read_settings_file
-from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_job
+from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_jobs
+from .run_records import read_record, recorded_settings, run_record
 
-RUN_RESULTS_NAME = "results.json"
 RUN_MODEL_FOLDERS = ("scratch", "spt", "pretrain")
 """The phase folders of a run, in the order the report shows them."""
 RUN_ANALYSIS_DIR = "analysis"
-HOW_NOT_WHAT = ("preprocessing_num_workers", "list_tasks")
-"""Data flags that change how the data are prepared, not which: the typed value is used, whatever the run's."""
 
 
 @dataclass
@@ -51,28 +48,6 @@ class AnalysisArguments(ReportOptions):
         default=None, metadata={"help": "Where the PNGs, report.md and report.json go (default: RUN/analysis with "
                                         "--run, else analysis)."}
     )
-
-
-def read_record(path: Path) -> Any:
-    """A run's `results.json` or `grid.json`; one that cannot be read is a user error naming it and the fix."""
-    try:
-        return read_settings_file(path, "--run:")
-    except UserInputError as error:
-        raise UserInputError(f"{error}. Re-run the command that wrote it (its finished phases are reused and the "
-                             "file written again), or pass the models with --model and the task flags.") from None
-
-
-def run_record(run: str | Path) -> dict[str, Any]:
-    """The `results.json` of a `run_spt.py` output folder; an error saying what `--run` expects otherwise."""
-    record = Path(run) / RUN_RESULTS_NAME
-    if not record.is_file():
-        raise MissingInputError(f"--run {run}: no {RUN_RESULTS_NAME} or {GRID_RECORD_NAME} there; --run takes the "
-                                "--output_dir of a finished run_spt.py or run_ablation.py run.")
-    content = read_record(record)
-    if not isinstance(content, dict) or not {"seed", "data"} <= set(content):
-        raise UserInputError(f"--run: {record} is not the results.json of a run_spt.py run (no seed and data "
-                             "recorded). Pass the models with --model and the task flags instead.")
-    return content
 
 
 def _choose(flag: str, given: bool, typed: Any, choices: list[Any]) -> Any:
@@ -99,7 +74,7 @@ def grid_cells(
         raise UserInputError(f"Flags contradict the grid's task {key!r}: {'; '.join(clashes)}. Drop them.")
     located = replace(grid, output_dir=str(run))  # the folder may have moved since the grid ran
     cells = [Cell(key, arm.name, seed) for arm in grid.arms]
-    jobs = sorted({job for cell in cells if (job := pretrain_job(located, cell)) is not None}, key=str)
+    jobs = pretrain_jobs(located, cells)
     folders = [cell.folder(located) for cell in cells] + [job.folder(located) for job in jobs]
     data = replace(data_args, task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options)
     return data, seed, [str(folder) for folder in folders if folder.is_dir()]
@@ -111,22 +86,6 @@ def run_models(run: str | Path) -> list[str]:
     if not models:
         raise MissingInputError(f"--run {run}: none of its phase folders ({', '.join(RUN_MODEL_FOLDERS)}) exists.")
     return models
-
-
-def recorded_settings(
-    record: dict[str, Any], data_args: DataArguments, args: AnalysisArguments, given: set[str]
-) -> tuple[DataArguments, int]:
-    """The run's data arguments and seed; a flag in `given` (names typed on the command line) must match them."""
-    data = {name: value for name, value in record["data"].items()
-            if name in DataArguments.__dataclass_fields__ and name not in HOW_NOT_WHAT}
-    recorded = {"seed": record["seed"], **data}
-    typed = {"seed": args.seed, **{f.name: getattr(data_args, f.name) for f in fields(DataArguments)}}
-    clashes = [f"--{name} {typed[name]!r} (the run recorded {value!r})" for name, value in recorded.items()
-               if name in given and typed[name] != value]
-    if clashes:
-        raise UserInputError(f"Flags contradict the run's {RUN_RESULTS_NAME}: {'; '.join(clashes)}. Drop them: --run "
-                         "reads the run's own settings.")
-    return replace(data_args, **data), record["seed"]
 
 
 def one_run_problems(run: Path, folders: list[Path], seed: int) -> list[str]:
@@ -180,7 +139,7 @@ def analyse(data_args: DataArguments, args: AnalysisArguments, given: set[str] |
     if args.run is not None and (Path(args.run) / GRID_RECORD_NAME).is_file():
         data_args, args.seed, own = grid_cells(args.run, data_args, args, given or set())
     elif args.run is not None:
-        data_args, args.seed = recorded_settings(run_record(args.run), data_args, args, given or set())
+        data_args, args.seed = recorded_settings(run_record(args.run), data_args, args.seed, given or set())
         own = [] if models else run_models(args.run)
     if not models and own:
         check_one_run(args.run, own, args.seed)
@@ -198,5 +157,4 @@ def report_folder(args: AnalysisArguments) -> Path:
     return Path(args.run) / RUN_ANALYSIS_DIR if args.run is not None else Path(RUN_ANALYSIS_DIR)
 
 
-__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "read_record", "run_record", "run_models", "recorded_settings",
-           "grid_cells", "one_run_problems", "check_one_run", "analyse", "report_folder"]
+__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "run_models", "grid_cells", "one_run_problems", "check_one_run", "analyse", "report_folder"]

@@ -17,6 +17,7 @@ from typing import Any
 from ...analysis.plotting import saved_figure
 from ...errors import UserInputError
 from ...runs.folder import read_json, write_json, write_text
+from .seed_tables import mean_std_cell
 
 STUDY_JSON_NAME = "budget_study.json"
 CHECKPOINTS_JSON_NAME = "budget_study_checkpoints.json"
@@ -25,9 +26,7 @@ STUDY_PLOT_NAME = "budget_study.png"
 
 
 def _pct(stats: dict[str, float] | None) -> str:
-    if not stats:
-        return "n/a"
-    return f"{100 * stats['mean']:.1f} ± {100 * stats['std']:.1f} ({stats['n']})"
+    return mean_std_cell(stats, 100, seeds="()")
 
 
 def _points(value: float | None) -> str:

@@ -31,10 +31,10 @@ from ...runs.folder import PHASE_RESULT_NAME, read_json, write_json
 from ...training.pretrain_trainer import input_lengths
 from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
-from .ablation import prepare_unit
-from .ablation_report import mean_std
-from .grid import Grid, arm_named, arm_pretrain_epochs, cells, experiment_arguments, parse_grid, pretrain_job
-from .lra import suite_rows
+from .grid_runner import prepare_unit, rows_with_pretraining
+from .seed_tables import mean_std
+from .grid import Grid, arm_named, arm_pretrain_epochs, experiment_arguments, parse_grid, pretrain_jobs
+
 
 STUDIES_DIR = Path(__file__).with_name("studies")
 PROBE_NAME = "checkpoint_probe.json"
@@ -62,7 +62,14 @@ def study_grid(study: str, seeds: list[int] | None = None, output_dir: str | Non
         raw["seeds"] = list(seeds)
     if output_dir:
         raw["output_dir"] = output_dir
-    return parse_grid(raw, str(path))
+    grid = parse_grid(raw, str(path))
+    for arm in grid.arms:  # the report groups an arm's rows by its kind and budget, read off its name
+        suffix = f"_e{arm.pretrain_epochs:g}" if arm.pretrain_epochs is not None else ""
+        if suffix and arm.name != arm_kind(arm.name, arm.pretrain_epochs) + suffix:
+            raise UserInputError(f"{path}: study arm {arm.name!r} has pretrain_epochs {arm.pretrain_epochs:g}, so its "
+                                 f"name ends in _e{arm.pretrain_epochs:g} (e.g. spt_e{arm.pretrain_epochs:g}): the "
+                                 "study's report reads an arm's kind and budget off its name.")
+    return grid
 
 
 def arm_kind(name: str, pretrain_epochs: float | None) -> str:
@@ -87,7 +94,7 @@ def study_rows(grid: Grid) -> list[dict[str, Any]]:
     """One row per finished cell (module docstring), in the grid's order."""
     tokens = _Tokens(grid)
     rows = []
-    for row in suite_rows(grid):
+    for row in rows_with_pretraining(grid):
         arm = arm_named(grid, row["arm"])
         source = arm.pretrain_task or row["task"]
         if arm.pretrain:
@@ -110,8 +117,7 @@ def checkpoint_rows(grid: Grid, num_examples: int = 256) -> list[dict[str, Any]]
     """One row per finished SPT checkpoint: its budget, best validation MLM loss (`phase.json`) and the probe
     (`analysis.checkpoint_probe`), computed once and cached in the checkpoint's folder."""
     tokens, rows = _Tokens(grid), []
-    jobs = {job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}
-    for job in sorted(jobs, key=lambda job: (job.task, job.seed, job.num_layers, job.epochs)):
+    for job in sorted(pretrain_jobs(grid), key=lambda job: (job.task, job.seed, job.num_layers, job.epochs)):
         result = read_json(job.folder(grid) / PHASE_RESULT_NAME)
         if result is None:
             continue

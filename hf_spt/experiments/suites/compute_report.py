@@ -29,9 +29,9 @@ from ..arguments import DataArguments
 from ..phases import LOG_HISTORY_NAME
 from ..pipeline import prepare_pretrain_task, prepare_task
 from ..run_results import ARM_FOLDERS
-from .ablation import prepare_unit
-from .ablation_report import mean_std
-from .analysis_run import AnalysisArguments, read_record, recorded_settings, run_record
+from .grid_runner import prepare_unit
+from .seed_tables import mean_std, mean_std_cell
+from .run_records import read_record, recorded_settings, run_record
 from .grid import GRID_RECORD_NAME, Grid, cells, parse_grid, pretrain_job
 
 CONFIG_NAME = "config.json"
@@ -94,7 +94,7 @@ def run_compute_curves(run: str | Path) -> list[ComputeCurve]:
     An arm that started from weights other than the run's own pretraining is left out (its compute is unknown)."""
     run = Path(run)
     record = run_record(run)
-    data, seed = recorded_settings(record, DataArguments(), AnalysisArguments(), set())
+    data, seed = recorded_settings(record, DataArguments(), 0, set())
     task = prepare_task(data, seed)
     lengths = input_lengths(task.dataset["train"])
     pretrain_lengths = (input_lengths(prepare_pretrain_task(data, task, seed).dataset["train"]) if data.pretrain_task
@@ -163,7 +163,7 @@ def _test(curve: ArmCurve) -> str:
     if not curve.test_accuracies:
         return "n/a"
     stats = mean_std([100 * accuracy for accuracy in curve.test_accuracies])
-    return f"{stats['mean']:.1f} ± {stats['std']:.1f}"
+    return mean_std_cell(stats)
 
 
 def compute_markdown(curves: list[ComputeCurve]) -> str:

@@ -11,7 +11,7 @@ A task may carry its own `experiment:` and `model:` settings (over the grid's) a
 so that one grid holds tasks with different published recipes (`run_scripts/run_lra.py`).
 
 The units: one `PretrainJob` (an SPT checkpoint, shared by every arm that needs it) per task, epochs,
-depth and seed, and one `Cell` (a fine-tuning run) per task, arm and seed. `ablation.py` runs them.
+depth and seed, and one `Cell` (a fine-tuning run) per task, arm and seed. `grid_runner.py` runs them.
 """
 
 from __future__ import annotations
@@ -23,10 +23,13 @@ from typing import Any
 from ...errors import UserInputError
 from ...runs.folder import check_plain_name
 from ...tasks import task_preset
+from ...value_checks import fits
 from ..arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from ..arms import Arm
-from ..settings_files import read_settings_file
-from ..value_ranges import check_value_ranges
+from ..model_config import check_model_settings
+from ..phase_arguments import check_trainer_settings
+from ..pipeline import check_run_settings
+from ..settings_files import check_setting_types, read_settings_file
 
 CELLS_DIR = "cells"
 PRETRAIN_DIR = "pretrain"
@@ -61,42 +64,93 @@ class Grid:
         return {**self.pretrain_tasks, **self.tasks}[key]
 
 
-def _checked(cls, values: dict[str, Any], where: str, *more_classes: type) -> dict[str, Any]:
+GRID_UNREAD = {
+    "mode": "a grid's arms say what trains",
+    "recipe": "a grid applies no recipe: write its settings under experiment: (run_lra.py builds its grid so)",
+    "init_from": "a grid's SPT arms start from the grid's own pretraining",
+    "init_parts": "set it on an arm", "freeze_parts": "set it on an arm",
+    "output_dir": "set output_dir at the top of the file", "seed": "list the seeds at the top of the file (seeds:)",
+    "overwrite_output_dir": "a grid keeps its finished units; delete a unit's folder to train it again",
+}
+"""Experiment settings of `run_spt.py` that a grid never reads, and why: naming one is an error, not a no-op."""
+
+
+def _checked(cls, values: Any, where: str, *more_classes: type) -> dict[str, Any]:
+    """`values` (a file's mapping for dataclass `cls`, and `more_classes`): a mapping of known names whose values
+    have their fields' types as a file spells them (a file has no parser: "4" is text, not a number)."""
+    if not isinstance(values, dict):
+        raise UserInputError(f"{where}: expected a mapping of setting names to values, not {values!r}.")
     known = {f.name for c in (cls, *more_classes) for f in fields(c)}
     unknown = sorted(set(values) - known)
     if unknown:
         raise UserInputError(f"{where}: unknown setting(s) {unknown}; valid: {sorted(known)}.")
+    check_setting_types(values, where, (cls, *more_classes), text_parsed=False)
+    return values
+
+
+def _experiment(values: Any, where: str) -> dict[str, Any]:
+    """A grid's (or a task's) `experiment:` settings: known, typed, and read by a grid (`GRID_UNREAD`)."""
+    _checked(ExperimentArguments, values, where, SharedTrainingArguments)
+    unread = sorted(set(values) & set(GRID_UNREAD))
+    if unread:
+        raise UserInputError(f"{where}: " + "; ".join(f"{name} is not read by a grid ({GRID_UNREAD[name]})"
+                                                       for name in unread) + ".")
+    return values
+
+
+def _seeds(seeds: Any, where: str) -> list[int]:
+    if not fits(seeds, list[int]) or not seeds or any(seed < 0 for seed in seeds) or len(set(seeds)) < len(seeds):
+        raise UserInputError(f"{where}: seeds is a list of different whole numbers >= 0, e.g. [0, 1, 2]; got "
+                             f"{seeds!r}.")
+    return seeds
+
+
+def _mapping_of_mappings(values: Any, where: str, group: str) -> dict[str, Any]:
+    if not isinstance(values, dict) or not all(isinstance(spec, dict) for spec in values.values()):
+        raise UserInputError(f"{where}: {group} is a mapping of task keys to their settings ({{key: {{task: markov, "
+                             f"...}}}}), not {values!r}.")
     return values
 
 
 def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
-    """Grid from a dict (a loaded YAML/JSON file); every unknown name or dangling reference is an error."""
+    """Grid from a dict (a loaded YAML/JSON file), read through the flags' own declarations: an unknown name, a
+    value of the wrong type or outside its range, a setting a grid does not read, a model or Trainer setting that
+    transformers refuses, and a dangling reference are each a one-line error, before any data is built."""
     raw = dict(_checked(Grid, raw, source))
     missing = [name for name in ("tasks", "arms", "seeds") if name not in raw]
     if missing:
         raise UserInputError(f"{source}: a grid needs {missing}; see run_scripts/ablation_default.yaml.")
+    raw["seeds"] = _seeds(raw["seeds"], source)
     for group in ("tasks", "pretrain_tasks"):  # keys and arm names become folders under output_dir
-        for key in raw.get(group) or {}:
+        for key in _mapping_of_mappings(raw.get(group) or {}, source, group):
             check_plain_name(key, f"{source}: {group} key")
-    for arm in raw["arms"] if isinstance(raw["arms"], list) else ():
-        check_plain_name(arm.get("name") if isinstance(arm, dict) else arm, f"{source}: arm name")
+    if not isinstance(raw["arms"], list) or not all(isinstance(arm, dict) for arm in raw["arms"]):
+        raise UserInputError(f"{source}: arms is a list of mappings ([{{name: scratch}}, {{name: spt, pretrain: "
+                             f"true}}]), not {raw['arms']!r}.")
+    for arm in raw["arms"]:
+        check_plain_name(arm.get("name"), f"{source}: arm name")
     raw["tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: tasks.{k}")) for k, v in raw["tasks"].items()}
     raw["pretrain_tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: pretrain_tasks.{k}"))
                              for k, v in (raw.get("pretrain_tasks") or {}).items()}
     for key, spec in {**raw["pretrain_tasks"], **raw["tasks"]}.items():
-        _checked(ExperimentArguments, spec.experiment, f"{source}: tasks.{key}.experiment", SharedTrainingArguments)
+        _experiment(spec.experiment, f"{source}: tasks.{key}.experiment")
         _checked(ModelArguments, spec.model, f"{source}: tasks.{key}.model")
     raw["arms"] = [Arm(**_checked(Arm, arm, f"{source}: arm {arm.get('name')!r}")) for arm in raw["arms"]]
     for arm in raw["arms"]:
         _checked(ModelArguments, arm.model, f"{source}: arm {arm.name!r} model")
-    _checked(ExperimentArguments, raw.get("experiment") or {}, f"{source}: experiment", SharedTrainingArguments)
+    _experiment(raw.get("experiment") or {}, f"{source}: experiment")
     _checked(ModelArguments, raw.get("model") or {}, f"{source}: model")
     grid = Grid(**raw)
-    for key, spec in {**grid.pretrain_tasks, **grid.tasks}.items():  # every task's settings' ranges, before any unit runs
-        for seed in grid.seeds:
-            for arm in (None, *(arm for arm in grid.arms if arm.model)):
-                check_value_ranges(DataArguments(max_length=spec.max_length), model_arguments(grid, key, None, arm),
-                                   *experiment_arguments(grid, seed, key))
+    for key, spec in {**grid.pretrain_tasks, **grid.tasks}.items():  # every unit's settings, before any unit runs
+        try:
+            data = DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options,
+                                 max_length=spec.max_length)
+            check_run_settings(data, model_arguments(grid, key, None), *experiment_arguments(grid, grid.seeds[0], key),
+                               phases=("pretrain", "finetune"), trainer_arguments=False)
+            for arm in (arm for arm in grid.arms if arm.model):
+                check_model_settings(model_arguments(grid, key, None, arm), spec.task, spec.max_length)
+        except UserInputError as error:
+            raise UserInputError(f"{source}: task {key!r}: {error}") from None
     names = [arm.name for arm in grid.arms]
     if len(set(names)) != len(names):
         raise UserInputError(f"{source}: arm names must be unique, got {names}.")
@@ -106,6 +160,19 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
             raise UserInputError(f"{source}: arm {arm.name!r} pretrains on {arm.pretrain_task!r}, which is not in "
                              f"tasks or pretrain_tasks ({sorted(known_tasks)}).")
     return grid
+
+
+def check_trainer_settings_of(grid: Grid) -> None:
+    """Each task's Trainer arguments and reporters as transformers builds them (`phase_arguments.
+    check_trainer_settings`), before any data: the part of `pipeline.check_run_settings` that `parse_grid` leaves
+    to the grid runner (`grid_runner.run_grid`, once it has set up the ranks' distributed state) and to the dry runs."""
+    for key, spec in {**grid.pretrain_tasks, **grid.tasks}.items():
+        exp, training = experiment_arguments(grid, grid.seeds[0], key)
+        try:
+            check_trainer_settings(exp, training, task_preset(spec.task).batch_size, Path(grid.output_dir),
+                                   ("pretrain", "finetune"))
+        except UserInputError as error:
+            raise UserInputError(f"grid task {key!r}: {error}") from None
 
 
 def load_grid(path: str | Path) -> Grid:
@@ -194,6 +261,13 @@ def pretrain_job(grid: Grid, cell: Cell) -> PretrainJob | None:
                        arm_depth(grid, arm, cell.task), cell.seed)
 
 
+def pretrain_jobs(grid: Grid, of_cells: list[Cell] | None = None) -> list[PretrainJob]:
+    """The SPT checkpoints the cells (`of_cells`, default: every cell of the grid) start from, each once, in a fixed
+    order (by name)."""
+    return sorted({job for cell in (cells(grid) if of_cells is None else of_cells)
+                   if (job := pretrain_job(grid, cell)) is not None}, key=str)
+
+
 __all__ = ["CELLS_DIR", "PRETRAIN_DIR", "GRID_RECORD_NAME", "TaskSpec", "Arm", "Grid", "PretrainJob", "Cell",
-           "parse_grid", "load_grid", "experiment_arguments", "model_arguments", "arm_named", "arm_depth", "cells",
-           "arm_pretrain_epochs", "pretrain_job"]
+           "parse_grid", "check_trainer_settings_of", "load_grid", "experiment_arguments", "model_arguments", "arm_named", "arm_depth", "cells",
+           "arm_pretrain_epochs", "pretrain_job", "pretrain_jobs"]

@@ -1,6 +1,6 @@
 """The Long Range Arena suite: scratch, compute-matched scratch and SPT on every LRA task with data, as one grid.
 
-`lra_grid` turns the suite's options into an ablation `Grid` (`ablation.py`), so the suite
+`lra_grid` turns the suite's options into an ablation `Grid` (`grid_runner.py`), so the suite
 shares the grid's machinery: one SPT checkpoint per (task, seed), one cell per (task, arm,
 seed), resumable cell by cell, cells split between ranks. Every task runs with its published
 recipe, `amos_lra` (`recipes/amos_lra.yaml`: AdamW at 1e-3, the task's masking rate, batch, model
@@ -30,15 +30,15 @@ from typing import Any
 from accelerate import PartialState
 
 from ...errors import UserInputError
-from ...runs.folder import PHASE_RESULT_NAME, read_json
+from ...runs.folder import read_json
 from ...tasks import task_preset
 from ...tasks.lra_data import LRA_TASKS, find_lra_data
 from ..arguments import ModelArguments
 from ..phases import LOG_HISTORY_NAME
 from ..run_plan import spt_step_budget
 from ..settings_files import recipe_settings
-from .ablation import collect_rows, run_grid
-from .grid import Arm, Cell, Grid, TaskSpec, cells, experiment_arguments, parse_grid, pretrain_job
+from .grid_runner import rows_with_pretraining, run_grid
+from .grid import Grid, TaskSpec, experiment_arguments, parse_grid, pretrain_jobs
 from .lra_report import write_lra_report
 
 SCALES = ("full", "mini")
@@ -158,11 +158,10 @@ def runnable_tasks(suite: LraSuite) -> tuple[dict[str, Path | None], list[str]]:
 def lra_grid(suite: LraSuite) -> Grid:
     """The suite as an ablation grid over the tasks that can run (see `runnable_tasks`)."""
     found, tasks = runnable_tasks(suite)
-    grid = Grid(tasks={task: _task_spec(suite, task, found.get(task)) for task in tasks},
-                arms=[Arm(**arm) for arm in ARMS], seeds=list(suite.seeds), output_dir=suite.output_dir,
-                experiment={"report_to": "none"})
-    parse_grid(asdict(grid), "the LRA suite")  # every setting checked as a grid file's would be
-    return grid
+    raw = {"tasks": {task: asdict(_task_spec(suite, task, found.get(task))) for task in tasks},
+           "arms": [dict(arm) for arm in ARMS], "seeds": list(suite.seeds), "output_dir": suite.output_dir,
+           "experiment": {"report_to": "none"}}
+    return parse_grid(raw, "the LRA suite")  # read as a grid file is: every setting checked
 
 
 def _rows(spec: TaskSpec) -> tuple[int, bool]:
@@ -198,24 +197,12 @@ def gpu_hours(counts: dict[str, dict[str, int]], seeds: int, steps_per_second: d
             for task, c in counts.items() if task in steps_per_second}
 
 
-def suite_rows(grid: Grid) -> list[dict[str, Any]]:
-    """The grid's rows, an SPT row's `seconds` counting its pretraining job too (`pretrain_seconds`)."""
-    rows = collect_rows(grid)
-    for row in rows:
-        job = pretrain_job(grid, Cell(row["task"], row["arm"], row["seed"]))
-        if job is not None:
-            row["pretrain_seconds"] = (read_json(job.folder(grid) / PHASE_RESULT_NAME) or {}).get("seconds")
-            if row["seconds"] is not None and row["pretrain_seconds"] is not None:
-                row["seconds"] += row["pretrain_seconds"]
-    return rows
-
-
 def pretraining_curves(grid: Grid) -> dict[str, dict[int, list[tuple[float, float]]]]:
     """Validation MLM loss at every evaluation of each finished SPT job, {task: {seed: [(epoch, loss)...]}}: the
     learning curves that tell whether SPT left its plateau. The final re-evaluation of the best checkpoint (logged
     at the last epoch again) is dropped, so each epoch shows its own loss; a job with no evaluation is left out."""
     curves: dict[str, dict[int, list[tuple[float, float]]]] = {}
-    for job in sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str):
+    for job in pretrain_jobs(grid):
         history = read_json(job.folder(grid) / LOG_HISTORY_NAME) or []
         points = {entry["epoch"]: entry["eval_loss"] for entry in reversed(history) if "eval_loss" in entry}
         if points:  # reversed: each epoch keeps its first value
@@ -227,11 +214,11 @@ def run_lra_suite(grid: Grid) -> list[dict[str, Any]]:
     """Run every unfinished unit of the suite's grid (resumable, split between ranks), then write
     `lra_results.{json,md,png}` and the SPT curves `lra_pretraining.png` from the main process; return the rows."""
     run_grid(grid)
-    rows = suite_rows(grid)
+    rows = rows_with_pretraining(grid)
     if PartialState().is_main_process:  # the state run_grid set up
         write_lra_report(rows, Path(grid.output_dir), pretraining_curves(grid), [arm.name for arm in grid.arms])
     return rows
 
 
 __all__ = ["SCALES", "ARMS", "MINI", "MINI_ORDER", "TRAIN_ROWS", "LraSuite", "suite_tasks", "runnable_tasks", "lra_grid",
-           "step_counts", "gpu_hours", "suite_rows", "pretraining_curves", "run_lra_suite"]
+           "step_counts", "gpu_hours", "pretraining_curves", "run_lra_suite"]

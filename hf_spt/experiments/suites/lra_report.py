@@ -17,7 +17,7 @@ from typing import Any
 from ...analysis.plotting import saved_figure
 from ...runs.folder import write_json, write_text
 from ...tasks.lra_data import LRA_TASKS
-from .ablation_report import summarize
+from .seed_tables import mean_std_cell, summarize
 
 LRA_JSON_NAME = "lra_results.json"
 LRA_MD_NAME = "lra_results.md"
@@ -74,7 +74,7 @@ def lra_table(rows: list[dict[str, Any]], arms: list[str] | None = None) -> dict
 
 
 def _cell(stats: dict[str, Any] | None) -> str:
-    return "–" if stats is None else f"{stats['mean']:.1f} ± {stats['std']:.1f} (n={stats['n']})"
+    return mean_std_cell(stats, seeds="n=", missing="–")
 
 
 def _number(value: float | None) -> str:

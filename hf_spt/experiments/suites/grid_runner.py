@@ -1,5 +1,5 @@
-"""Running an ablation grid (`grid.py`: tasks x arms x seeds) of Coser et al. (arXiv 2605.21070): resumable,
-on several processes.
+"""The grid runner behind every suite (the ablation grid, the LRA suite, the budget studies): a grid (`grid.py`:
+tasks x arms x seeds) planned once, run unit by unit, resumable, on several processes, and its rows.
 
 Layout under `output_dir`: `pretrain/<task>_e<epochs>_L<depth>_s<seed>/` (one SPT checkpoint,
 shared by every arm that needs it), `cells/<task>/<arm>/seed<seed>/` (one fine-tuning run, done
@@ -38,9 +38,10 @@ from ..model_config import build_config
 from ..phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
 from ..pipeline import prepare_task
 from ..run_plan import spt_step_budget
-from .ablation_report import write_report
+from .grid_report import write_report
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
-                   experiment_arguments, model_arguments, parse_grid, pretrain_job)
+                   check_trainer_settings_of, experiment_arguments, model_arguments, parse_grid, pretrain_job,
+                   pretrain_jobs)
 
 DISTRIBUTED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
                    "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -83,7 +84,7 @@ def unit_phase(grid: Grid, kind: str, unit: PretrainJob | Cell, tasks: dict | No
 def plan_grid(grid: Grid) -> dict[tuple[str, PretrainJob | Cell], PlannedPhase]:
     """Every unit's phase, built once, by (kind, unit): the SPT jobs the cells need, then the cells."""
     tasks: dict = {}
-    jobs = sorted({job for cell in cells(grid) if (job := pretrain_job(grid, cell)) is not None}, key=str)
+    jobs = pretrain_jobs(grid)
     planned = {("pretrain", job): unit_phase(grid, "pretrain", job, tasks) for job in jobs}
     sources = {job: planned["pretrain", job].definition for job in jobs}
     planned.update({("cell", cell): unit_phase(grid, "cell", cell, tasks, sources) for cell in cells(grid)})
@@ -97,7 +98,7 @@ def _run_in_child(grid: Grid, kind: str, unit: PretrainJob | Cell, device_index:
     if device_index is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(device_index)
     payload = json.dumps({"grid": asdict(grid), "kind": kind, "unit": asdict(unit)})  # on stdin: no token in `ps`
-    subprocess.run([sys.executable, "-m", "hf_spt.experiments.suites.ablation"], input=payload, text=True, env=env,
+    subprocess.run([sys.executable, "-m", "hf_spt.experiments.suites.grid_runner"], input=payload, text=True, env=env,
                    check=True)
 
 
@@ -122,14 +123,14 @@ def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None 
     state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at barriers for the longest pretraining
     isolate = state.num_processes > 1
     device_index = state.local_process_index if state.device.type == "cuda" else None
+    check_trainer_settings_of(grid)  # before any data, now that the ranks' state is set up
     planned = plan_grid(grid)  # on every rank, so that all stop together at a changed unit
     check_phase_folders((phase.folder, phase.definition) for phase in planned.values())  # every change listed
     if state.is_main_process:
         write_json(Path(grid.output_dir) / GRID_RECORD_NAME, grid_record(grid))
     todo_cells = [c for c in cells(grid) if (arms is None or c.arm in arms) and (seeds is None or c.seed in seeds)
                   and read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
-    jobs = sorted({job for c in todo_cells if (job := pretrain_job(grid, c)) is not None},
-                  key=lambda job: (-job.epochs, str(job)))  # longest first
+    jobs = sorted(pretrain_jobs(grid, todo_cells), key=lambda job: (-job.epochs, str(job)))  # longest first
     jobs = [job for job in jobs if read_json(job.folder(grid) / PHASE_RESULT_NAME) is None]
     # A cell needs its SPT checkpoint, so two stages: the SPT jobs with the cells that start from random init, then
     # the cells that start from a checkpoint. Ranks are dealt the units in turn (rank r takes units r, r + n...),
@@ -166,6 +167,19 @@ def collect_rows(grid: Grid) -> list[dict[str, Any]]:
     return rows
 
 
+def rows_with_pretraining(grid: Grid) -> list[dict[str, Any]]:
+    """`collect_rows`, an SPT row's `seconds` counting its pretraining job too (`pretrain_seconds`): what the LRA
+    suite and the budget studies report."""
+    rows = collect_rows(grid)
+    for row in rows:
+        job = pretrain_job(grid, Cell(row["task"], row["arm"], row["seed"]))
+        if job is not None:
+            row["pretrain_seconds"] = (read_json(job.folder(grid) / PHASE_RESULT_NAME) or {}).get("seconds")
+            if row["seconds"] is not None and row["pretrain_seconds"] is not None:
+                row["seconds"] += row["pretrain_seconds"]
+    return rows
+
+
 def _main_child(payload: str) -> None:
     """Entry of the child process of a rank: run one unit in a single-process setting."""
     data = json.loads(payload)
@@ -174,7 +188,8 @@ def _main_child(payload: str) -> None:
     run_phase(unit_phase(grid, data["kind"], unit))  # its checkpoint, if any, is trained: its definition is on disk
 
 
-__all__ = ["prepare_unit", "unit_phase", "plan_grid", "grid_record", "run_grid", "collect_rows"]
+__all__ = ["prepare_unit", "unit_phase", "plan_grid", "grid_record", "run_grid", "collect_rows",
+           "rows_with_pretraining"]
 
 
 if __name__ == "__main__":

@@ -9,33 +9,18 @@ from __future__ import annotations
 
 import csv
 import io
-import statistics
 from pathlib import Path
 from typing import Any
 
 from ...analysis.plotting import saved_figure
 from ...runs.folder import write_text
+from .seed_tables import mean_std_cell, summarize
 
 RESULTS_CSV_NAME = "results.csv"
 RESULTS_MD_NAME = "results.md"
 RESULTS_PLOT_NAME = "results.png"
 SCRATCH_ARM = "scratch"
 SPT_ARM = "spt"
-
-
-def mean_std(values: list[float]) -> dict[str, float]:
-    """{"mean", "std", "n"} of seed results (sample std; 0 for one seed)."""
-    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-            "n": len(values)}
-
-
-def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
-    """{task: {arm: {"mean", "std", "n"}}} of test accuracy, arms in their first-seen order."""
-    scores: dict[str, dict[str, list[float]]] = {}
-    for row in rows:
-        if row["test_accuracy"] is not None:
-            scores.setdefault(row["task"], {}).setdefault(row["arm"], []).append(float(row["test_accuracy"]))
-    return {task: {arm: mean_std(values) for arm, values in arms.items()} for task, arms in scores.items()}
 
 
 def gain_recovered(arms: dict[str, dict[str, float]], arm: str) -> float | None:
@@ -54,7 +39,7 @@ def markdown_table(summary: dict[str, dict[str, dict[str, float]]]) -> str:
         for arm, stats in arms.items():
             share = gain_recovered(arms, arm)
             share_text = "n/a" if share is None else f"{100 * share:.0f}%"
-            lines.append(f"| {arm} | {100 * stats['mean']:.1f} ± {100 * stats['std']:.1f} | {stats['n']} | {share_text} |")
+            lines.append(f"| {arm} | {mean_std_cell(stats, 100)} | {stats['n']} | {share_text} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -92,5 +77,5 @@ def write_report(rows: list[dict[str, Any]], output_dir: Path) -> None:
         bar_plot(summary, output_dir / RESULTS_PLOT_NAME)
 
 
-__all__ = ["RESULTS_CSV_NAME", "RESULTS_MD_NAME", "RESULTS_PLOT_NAME", "mean_std", "summarize", "gain_recovered",
+__all__ = ["RESULTS_CSV_NAME", "RESULTS_MD_NAME", "RESULTS_PLOT_NAME", "gain_recovered",
            "markdown_table", "bar_plot", "write_report"]

@@ -1,0 +1,72 @@
+"""Flags the suite scripts share (`run_ablation.py`, `run_lra.py`, `run_budget_study.py`): read and checked once,
+here, with the same words in every script.
+
+Each script's argument dataclass calls these from its `__post_init__`, so a wrong value is a one-line error
+(exit status 2, `exit_status.run_cli`) before any grid is read or any process starts.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from ..errors import UserInputError
+from .arguments import json_mapping
+
+TORCH_THREADS_HELP = "torch CPU threads per process (a whole number >= 1; also set for a multi-rank run's units)."
+
+
+def comma_seeds(text: str, flag: str = "--seeds") -> list[int]:
+    """`"0,1,2"` -> `[0, 1, 2]`: whole numbers >= 0, each once."""
+    items = [item.strip() for item in text.split(",")]
+    if not all(item.isdigit() for item in items):
+        raise UserInputError(f"{flag} {text!r}: give comma-separated whole numbers >= 0, e.g. 0,1,2.")
+    seeds = [int(item) for item in items]
+    if len(set(seeds)) != len(seeds):
+        raise UserInputError(f"{flag} {text!r}: a seed is listed twice; each seed's cells run once.")
+    return seeds
+
+
+def comma_names(text: str, flag: str) -> list[str]:
+    """`"a,b"` -> `["a", "b"]`: non-empty names, each once."""
+    names = [item.strip() for item in text.split(",")]
+    if not all(names) or len(set(names)) != len(names):
+        raise UserInputError(f"{flag} {text!r}: give comma-separated names, each once and none empty.")
+    return names
+
+
+def check_torch_threads(threads: int | None) -> None:
+    """A given `--torch_threads` is a whole number >= 1."""
+    if threads is not None and threads < 1:
+        raise UserInputError(f"--torch_threads {threads}: must be a whole number >= 1.")
+
+
+def set_torch_threads(threads: int | None) -> None:
+    """Use `threads` torch CPU threads in this process and in the child processes a multi-rank grid starts."""
+    check_torch_threads(threads)
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+
+
+def at_least_one(value: int | None, flag: str) -> None:
+    """A given count flag (`--probe_examples`...) is a whole number >= 1."""
+    if value is not None and value < 1:
+        raise UserInputError(f"{flag} {value}: must be a whole number >= 1.")
+
+
+def positive_numbers(text: str | None, flag: str) -> dict[str, float]:
+    """A JSON object of names to finite numbers > 0 (`--steps_per_second '{"listops": 3.5}'`)."""
+    mapping: dict[str, Any] = json_mapping(text, flag)
+    wrong = {key: value for key, value in mapping.items() if isinstance(value, bool)
+             or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value))}
+    if wrong:
+        raise UserInputError(f"{flag}: {wrong} must be finite numbers > 0.")
+    return {key: float(value) for key, value in mapping.items()}
+
+
+__all__ = ["TORCH_THREADS_HELP", "comma_seeds", "comma_names", "check_torch_threads", "set_torch_threads",
+           "at_least_one", "positive_numbers"]

@@ -1,0 +1,43 @@
+"""Seed statistics and how every suite report writes them in a table cell, shared by the suites' reports.
+
+One definition of "mean ± std over seeds" for the ablation, LRA, budget-study and compute reports, so
+that the same numbers read the same way in every table.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+MISSING_CELL = "n/a"
+
+
+def mean_std(values: list[float]) -> dict[str, float]:
+    """{"mean", "std", "n"} of seed results (sample std; 0 for one seed)."""
+    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "n": len(values)}
+
+
+def mean_std_cell(stats: dict[str, Any] | None, scale: float = 1.0, seeds: str = "", missing: str = MISSING_CELL) -> str:
+    """`stats` (`mean_std`'s) as "M ± S" at one decimal, the values multiplied by `scale` (100: fractions as
+    percent); `seeds` appends the seed count: "" none, "()" as "(3)", "n=" as "(n=3)". `missing` stands for None."""
+    if not stats:
+        return missing
+    text = f"{scale * stats['mean']:.1f} ± {scale * stats['std']:.1f}"
+    if seeds == "()":
+        return f"{text} ({stats['n']})"
+    if seeds == "n=":
+        return f"{text} (n={stats['n']})"
+    return text
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """{task: {arm: {"mean", "std", "n"}}} of test accuracy, arms in their first-seen order."""
+    scores: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        if row["test_accuracy"] is not None:
+            scores.setdefault(row["task"], {}).setdefault(row["arm"], []).append(float(row["test_accuracy"]))
+    return {task: {arm: mean_std(values) for arm, values in arms.items()} for task, arms in scores.items()}
+
+
+__all__ = ["MISSING_CELL", "mean_std", "mean_std_cell", "summarize"]
