@@ -20,15 +20,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.grid import load_grid
 from hf_spt.experiments.suites.grid_report import RESULTS_MD_NAME
+from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
-from hf_spt.experiments.suite_flags import (TORCH_THREADS_HELP, check_torch_threads, comma_names, comma_seeds,
-                                           set_torch_threads)
+from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
+from hf_spt.value_checks import check_declared
 
 DEFAULT_GRID_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ablation_default.yaml")
 
@@ -42,10 +42,10 @@ class AblationArguments:
     seeds: str | None = field(default=None, metadata={"help": "Train only these seeds (comma-separated; a seed the "
                                                               "grid lacks joins it); the results list every finished "
                                                               "cell."})
-    torch_threads: int | None = field(default=None, metadata={"help": TORCH_THREADS_HELP})
+    torch_threads: int | None = torch_threads_field()
 
     def __post_init__(self):
-        check_torch_threads(self.torch_threads)
+        check_declared(self)
         self.arm_names = comma_names(self.arms, "--arms") if self.arms is not None else None
         self.seed_list = comma_seeds(self.seeds) if self.seeds is not None else None
 
@@ -70,4 +70,4 @@ def main(args: AblationArguments) -> None:
 
 
 if __name__ == "__main__":
-    run_cli(lambda argv: main(*HfArgumentParser(AblationArguments).parse_args_into_dataclasses(args=argv)))
+    run_cli(lambda argv: main(*SettingsParser(AblationArguments).parse_args_into_dataclasses(args=argv)))

@@ -27,17 +27,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
 from hf_spt.experiments.suites.budget_study import checkpoint_rows, study_grid, study_names, study_rows, summarize_study
+from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
-from hf_spt.experiments.suite_flags import (TORCH_THREADS_HELP, at_least_one, check_torch_threads, comma_names,
-                                           comma_seeds, set_torch_threads)
+from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
 from hf_spt.experiments.suites.compute_report import combined_curves, grid_compute_curves, write_compute_report
 from hf_spt.experiments.suites.grid import cells, check_trainer_settings_of, pretrain_jobs
+from hf_spt.value_checks import POSITIVE_INT, check_declared
 
 COMPUTE_PREFIX = "budget_study"  # budget_study_compute.{json,md} and budget_study_compute_<config>.png
 
@@ -48,8 +48,9 @@ class BudgetStudyArguments:
                                                                      "grid file (.yaml/.json)."})
     seeds: str | None = field(default=None, metadata={"help": "Comma-separated seeds (default: the study's)."})
     output_dir: str | None = field(default=None, metadata={"help": "Default: the study's output_dir."})
-    probe_examples: int = field(default=256, metadata={"help": "Validation inputs each SPT checkpoint is probed on."})
-    torch_threads: int | None = field(default=None, metadata={"help": TORCH_THREADS_HELP})
+    probe_examples: int = field(default=256, metadata={"range": POSITIVE_INT,
+                                                       "help": "Validation inputs each SPT checkpoint is probed on."})
+    torch_threads: int | None = torch_threads_field()
     dry_run: bool = field(default=False, metadata={"help": "Print the SPT checkpoints and cells; train nothing."})
     list_studies: bool = field(default=False, metadata={"help": "Print the shipped studies and exit."})
     combine: str | None = field(default=None, metadata={
@@ -57,8 +58,7 @@ class BudgetStudyArguments:
                 "into --output_dir (required) and train nothing."})
 
     def __post_init__(self):
-        check_torch_threads(self.torch_threads)
-        at_least_one(self.probe_examples, "--probe_examples")
+        check_declared(self)
         self.seed_list = comma_seeds(self.seeds) if self.seeds else None
         self.combined_folders = comma_names(self.combine, "--combine") if self.combine else None
 
@@ -103,4 +103,4 @@ def main(args: BudgetStudyArguments) -> None:
 
 
 if __name__ == "__main__":
-    run_cli(lambda argv: main(*HfArgumentParser(BudgetStudyArguments).parse_args_into_dataclasses(args=argv)))
+    run_cli(lambda argv: main(*SettingsParser(BudgetStudyArguments).parse_args_into_dataclasses(args=argv)))

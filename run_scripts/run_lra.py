@@ -22,17 +22,18 @@ import importlib.util
 import os
 from dataclasses import dataclass, field
 
-from transformers import HfArgumentParser
 
 from hf_spt.errors import UserInputError
+from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
-from hf_spt.experiments.suite_flags import (TORCH_THREADS_HELP, check_torch_threads, comma_names, comma_seeds,
-                                           positive_numbers, set_torch_threads)
+from hf_spt.experiments.suite_flags import (comma_names, comma_seeds, positive_numbers, set_torch_threads,
+                                           torch_threads_field)
 from hf_spt.experiments.suites.lra import (ARMS, MINI_GENERATED, LraSuite, gpu_hours, lra_grid, run_lra_suite,
                                           runnable_tasks, step_counts)
 from hf_spt.experiments.suites.grid import Grid, check_trainer_settings_of
 from hf_spt.experiments.suites.lra_report import LRA_MD_NAME
 from hf_spt.tasks.lra_data import missing_data_report
+from hf_spt.value_checks import check_declared
 
 
 @dataclass
@@ -56,10 +57,10 @@ class LraArguments:
     dry_run: bool = field(default=False, metadata={"help": "Print the plan, missing data and step counts; train nothing."})
     steps_per_second: str | None = field(default=None, metadata={"help": "With --dry_run: JSON {task: measured "
                                                                  "training steps/s} to print GPU-hours."})
-    torch_threads: int | None = field(default=None, metadata={"help": TORCH_THREADS_HELP})
+    torch_threads: int | None = torch_threads_field()
 
     def __post_init__(self):
-        check_torch_threads(self.torch_threads)
+        check_declared(self)
         self.seed_list = comma_seeds(self.seeds)
         self.task_names = comma_names(self.tasks, "--tasks") if self.tasks else None
         self.measured_steps_per_second = positive_numbers(self.steps_per_second, "--steps_per_second")
@@ -131,4 +132,4 @@ def main(args: LraArguments) -> None:
 
 
 if __name__ == "__main__":
-    run_cli(lambda argv: main(*HfArgumentParser(LraArguments).parse_args_into_dataclasses(args=argv)))
+    run_cli(lambda argv: main(*SettingsParser(LraArguments).parse_args_into_dataclasses(args=argv)))

@@ -14,6 +14,7 @@ import yaml
 
 import hf_spt.experiments.pipeline as pipeline
 import hf_spt.experiments.suites.grid_runner as grid_runner
+from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import USER_ERROR_STATUS, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +62,7 @@ def script_main(name: str):
     module = script(name)
     arguments = next(value for key, value in vars(module).items() if key.endswith("Arguments")
                      and isinstance(value, type) and value.__module__ == name)
-    return lambda argv: module.main(*module.HfArgumentParser(arguments).parse_args_into_dataclasses(args=argv))
+    return lambda argv: module.main(*SettingsParser(arguments).parse_args_into_dataclasses(args=argv))
 
 
 FLAG_PROBES = [  # run_spt.py flags: (argv, words the message must hold)

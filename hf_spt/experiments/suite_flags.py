@@ -1,18 +1,22 @@
 """Flags the suite scripts share (`run_ablation.py`, `run_lra.py`, `run_budget_study.py`): read and checked once,
 here, with the same words in every script.
 
-Each script's argument dataclass calls these from its `__post_init__`, so a wrong value is a one-line error
-(exit status 2, `exit_status.run_cli`) before any grid is read or any process starts.
+Each script's argument dataclass declares its counts' ranges as `run_spt.py`'s flags do (`"range": POSITIVE_INT`,
+checked by `value_checks.check_declared`) and reads its lists with these helpers in its `__post_init__`, so a
+wrong value is a one-line error (exit status 2, `exit_status.run_cli`) before any grid is read or any process
+starts.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import field
 from typing import Any
 
 from ..errors import UserInputError
-from .arguments import json_mapping
+from ..value_checks import POSITIVE_INT
+from .declarations import json_mapping
 
 TORCH_THREADS_HELP = "torch CPU threads per process (a whole number >= 1; also set for a multi-rank run's units)."
 
@@ -36,26 +40,20 @@ def comma_names(text: str, flag: str) -> list[str]:
     return names
 
 
-def check_torch_threads(threads: int | None) -> None:
-    """A given `--torch_threads` is a whole number >= 1."""
-    if threads is not None and threads < 1:
-        raise UserInputError(f"--torch_threads {threads}: must be a whole number >= 1.")
+def torch_threads_field() -> Any:
+    """The `--torch_threads` flag of a suite script's dataclass (parsed with `declarations.SettingsParser`; the
+    dataclass checks its declared range with `value_checks.check_declared`)."""
+    return field(default=None, metadata={"range": POSITIVE_INT, "help": TORCH_THREADS_HELP})
 
 
 def set_torch_threads(threads: int | None) -> None:
-    """Use `threads` torch CPU threads in this process and in the child processes a multi-rank grid starts."""
-    check_torch_threads(threads)
+    """Use `threads` torch CPU threads in this process and in the child processes a multi-rank grid starts (None:
+    torch's default)."""
     if threads is not None:
         import torch
 
         torch.set_num_threads(threads)
         os.environ["OMP_NUM_THREADS"] = str(threads)
-
-
-def at_least_one(value: int | None, flag: str) -> None:
-    """A given count flag (`--probe_examples`...) is a whole number >= 1."""
-    if value is not None and value < 1:
-        raise UserInputError(f"{flag} {value}: must be a whole number >= 1.")
 
 
 def positive_numbers(text: str | None, flag: str) -> dict[str, float]:
@@ -68,5 +66,5 @@ def positive_numbers(text: str | None, flag: str) -> dict[str, float]:
     return {key: float(value) for key, value in mapping.items()}
 
 
-__all__ = ["TORCH_THREADS_HELP", "comma_seeds", "comma_names", "check_torch_threads", "set_torch_threads",
-           "at_least_one", "positive_numbers"]
+__all__ = ["TORCH_THREADS_HELP", "comma_seeds", "comma_names", "torch_threads_field", "set_torch_threads",
+           "positive_numbers"]
