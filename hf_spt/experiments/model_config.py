@@ -22,7 +22,7 @@ from datasets import DatasetDict
 from huggingface_hub.errors import StrictDataclassError
 from transformers import AutoConfig, PreTrainedConfig
 
-from ..errors import UserInputError
+from ..errors import UserInputError, one_line
 from ..models.backbone_classifier import BackboneClassifierConfig
 from ..models.configuration_spt import SptConfig
 from ..tasks import Task, task_preset
@@ -222,10 +222,7 @@ def check_model_settings(model_args: ModelArguments, task_name: str, max_length:
     except UserInputError:
         raise
     except (StrictDataclassError, ValueError, TypeError, KeyError, ImportError, OSError) as error:
-        reason = str(error).strip().splitlines()[-1].strip().removeprefix("ValueError: ")
-        if len(reason) > 200:  # transformers lists every model type or attention kernel: its first sentence says it
-            reason = reason.split(". ")[0] + "."
-        raise UserInputError(f"{shown}: the model cannot be built: {reason}") from None
+        raise UserInputError(f"{shown}: the model cannot be built: {one_line(error)}") from None
     parameters = max(sum(p.numel() for p in model.parameters()) for model in models)
     memory = machine_memory_bytes()
     if 4 * parameters > memory:

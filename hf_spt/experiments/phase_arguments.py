@@ -19,7 +19,7 @@ import torch
 from transformers import TrainingArguments
 from transformers.integrations import get_reporting_integration_callbacks
 
-from ..errors import UserInputError
+from ..errors import UserInputError, one_line
 from ..tasks import Task
 from ..training.arguments import FinetuneArguments, PretrainArguments
 from ..training.length_grouping import default_sampling_strategy
@@ -100,12 +100,6 @@ def finetune_arguments(
     )
 
 
-def one_line(error: BaseException) -> str:
-    """An error of transformers' in one line: its lines joined, a long list of choices cut at its first sentence."""
-    text = "; ".join(line.strip().removeprefix("- ") for line in str(error).strip().splitlines() if line.strip())
-    return text.split(", please select one of")[0].split(". The only possible")[0] if len(text) > 200 else text
-
-
 def check_trainer_settings(exp: ExperimentArguments, training: SharedTrainingArguments, preset_batch: int,
                            output_dir: Path, phases: Iterable[str]) -> None:
     """Build each of `phases`' Trainer arguments as the phase will ("pretrain"/"finetune", the task preset's batch
@@ -127,4 +121,4 @@ def check_trainer_settings(exp: ExperimentArguments, training: SharedTrainingArg
 
 
 __all__ = ["accelerator_available", "masking_rate", "trainer_kwargs", "pretrain_arguments", "finetune_arguments",
-           "one_line", "check_trainer_settings"]
+           "check_trainer_settings"]
