@@ -12,9 +12,10 @@ import pytest
 import torch
 
 import hf_spt.experiments.suites.grid_runner as grid_runner
+from hf_spt.runs.folder import PHASE_RESULT_NAME
 from conftest import CellRecorder
 from hf_spt.experiments.suites.grid_runner import run_grid
-from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
+from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job, pretrain_jobs
 from hf_spt.experiments.suites.grid_report import gain_recovered
 from hf_spt.experiments.suites.seed_tables import summarize
 
@@ -116,8 +117,9 @@ def test_gain_recovered_is_relative_to_scratch_and_spt():
 
 def test_ranks_are_dealt_units_in_turn_longest_pretraining_first_then_the_cells_that_need_a_checkpoint(tmp_path,
                                                                                                          monkeypatch):
-    """Stage one holds the SPT jobs (longest first) and the scratch cells, stage two the cells that start from a
-    checkpoint; rank r of n takes units r, r + n, ... of each stage, with a barrier between the stages."""
+    """The units in order SPT jobs (longest first), scratch cells, cells that start from a checkpoint; rank r of n
+    takes units r, r + n, ...; a cell that needs a checkpoint waits for its own job only, and the ranks meet once,
+    at the end."""
     grid = parse_grid({**tiny_grid(tmp_path, [{"name": "scratch"}, {"name": "spt_e1", "pretrain_epochs": 1},
                                               {"name": "spt_e3", "pretrain_epochs": 3}]), "seeds": [0]})
 
@@ -134,9 +136,28 @@ def test_ranks_are_dealt_units_in_turn_longest_pretraining_first_then_the_cells_
     ran: list = []
     monkeypatch.setattr(grid_runner, "PartialState", SecondOfTwoRanks)
     monkeypatch.setattr(grid_runner, "_run_in_child", lambda grid, kind, unit, *args: ran.append(unit))
+    monkeypatch.setattr(grid_runner, "wait_for_checkpoint", lambda grid, cell: ran.append(("wait", cell.arm)))
     run_grid(grid)
-    # stage one: [e3 job, e1 job, scratch cell] -> this rank takes the e1 job; stage two: [spt_e1, spt_e3] -> spt_e3
-    assert ran == [PretrainJob("m", 1.0, 1, 0), "barrier", cells(grid)[2], "barrier"]
+    # [e3 job, e1 job, scratch cell, spt_e1 cell, spt_e3 cell] -> this rank takes the e1 job and the spt_e1 cell
+    assert ran == [PretrainJob("m", 1.0, 1, 0), ("wait", "spt_e1"), cells(grid)[1], "barrier"]
+
+
+def test_a_cell_waits_until_its_checkpoint_has_its_result_file(tmp_path, monkeypatch):
+    """Another rank trains the checkpoint: the waiting rank polls for the job's `phase.json`, written last."""
+    grid = parse_grid({**tiny_grid(tmp_path, [{"name": "spt_e1", "pretrain_epochs": 1}]), "seeds": [0]})
+    cell = cells(grid)[0]
+    result = pretrain_jobs(grid)[0].folder(grid) / PHASE_RESULT_NAME
+    polls: list = []
+
+    def another_rank_finishes(seconds):
+        polls.append(seconds)
+        if len(polls) == 2:
+            result.parent.mkdir(parents=True)
+            result.write_text("{}")
+
+    monkeypatch.setattr(grid_runner.time, "sleep", another_rank_finishes)
+    grid_runner.wait_for_checkpoint(grid, cell)
+    assert polls == [grid_runner.CHECKPOINT_POLL_SECONDS] * 2
 
 
 def test_a_narrower_rerun_trains_its_arms_and_keeps_every_finished_row(tmp_path, monkeypatch):

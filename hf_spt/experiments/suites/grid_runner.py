@@ -7,9 +7,11 @@ when its `phase.json` exists; each unit's folder records its definition, and a g
 since some units ran stops before any unit trains, listing the differences), then `results.csv`,
 `results.md` and `results.png`; `grid.json` records the parsed grid (what `run_analysis.py --run` reads).
 
-Several processes (`accelerate launch --num_processes N run_ablation.py`): first the SPT
-checkpoints (longest first) with the cells that start from random init, then the cells that start
-from a checkpoint, are dealt to the ranks in turn.
+Several processes (`accelerate launch --num_processes N run_ablation.py`): the units, in the order
+SPT checkpoints (longest first), cells that start from random init, cells that start from a
+checkpoint, are dealt to the ranks in turn; a cell that needs a checkpoint another rank trains waits
+for that job alone (its result file, on the output folder every rank shares), not for every rank,
+so a rank done with its scratch cells goes on while another still trains a long cell.
 A `Trainer` created inside a launched process would join the process group and split every
 batch across ranks, so each rank runs its units in a child Python process with the launcher's
 distributed variables removed: a plain single-process `Trainer`, the same result as a
@@ -22,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import asdict, replace
 from datetime import timedelta
 from pathlib import Path
@@ -102,6 +105,17 @@ def _run_in_child(grid: Grid, kind: str, unit: PretrainJob | Cell, device_index:
                    check=True)
 
 
+CHECKPOINT_POLL_SECONDS = 10.0
+
+
+def wait_for_checkpoint(grid: Grid, cell: Cell) -> None:
+    """Return once the SPT job `cell` starts from has finished (its result file is written last, atomically).
+    Another rank trains it; if that rank fails, the launcher stops every rank, this one included."""
+    result = pretrain_job(grid, cell).folder(grid) / PHASE_RESULT_NAME
+    while not result.is_file():
+        time.sleep(CHECKPOINT_POLL_SECONDS)
+
+
 def grid_record(grid: Grid) -> dict[str, Any]:
     """What `grid.json` records: the parsed grid, every `*_token` setting redacted (`arguments.redacted`)."""
     record = asdict(grid)
@@ -120,7 +134,7 @@ def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None 
     out, and every unit's definition is checked either way."""
     # Without a GPU the launcher's ranks only form a (gloo) group when PartialState is told cpu=True.
     cpu = parse_flag_from_env("ACCELERATE_USE_CPU") or not torch.cuda.is_available()
-    state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at barriers for the longest pretraining
+    state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at the last barrier for the slowest
     isolate = state.num_processes > 1
     device_index = state.local_process_index if state.device.type == "cuda" else None
     check_trainer_settings_of(grid)  # before any data, now that the ranks' state is set up
@@ -132,18 +146,19 @@ def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None 
                   and read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
     jobs = sorted(pretrain_jobs(grid, todo_cells), key=lambda job: (-job.epochs, str(job)))  # longest first
     jobs = [job for job in jobs if read_json(job.folder(grid) / PHASE_RESULT_NAME) is None]
-    # A cell needs its SPT checkpoint, so two stages: the SPT jobs with the cells that start from random init, then
-    # the cells that start from a checkpoint. Ranks are dealt the units in turn (rank r takes units r, r + n...),
-    # so that one long pretraining job does not leave the other ranks idle.
-    first = [("pretrain", job) for job in jobs] + [("cell", c) for c in todo_cells if pretrain_job(grid, c) is None]
-    second = [("cell", c) for c in todo_cells if pretrain_job(grid, c) is not None]
-    for stage in (first, second):
-        for kind, unit in stage[state.process_index::state.num_processes]:
-            if isolate:
-                _run_in_child(grid, kind, unit, device_index)
-            else:
-                run_phase(planned[kind, unit], checked=True)
-        state.wait_for_everyone()
+    # Ranks are dealt the units in turn (rank r takes units r, r + n...), so that one long pretraining job does not
+    # leave the other ranks idle. Every SPT job comes before every cell, so a rank reaches each of its jobs without
+    # waiting: a cell waiting for a job never waits for a rank that waits itself.
+    units = ([("pretrain", job) for job in jobs] + [("cell", c) for c in todo_cells if pretrain_job(grid, c) is None]
+             + [("cell", c) for c in todo_cells if pretrain_job(grid, c) is not None])
+    for kind, unit in units[state.process_index::state.num_processes]:
+        if kind == "cell" and pretrain_job(grid, unit) is not None:
+            wait_for_checkpoint(grid, unit)
+        if isolate:
+            _run_in_child(grid, kind, unit, device_index)
+        else:
+            run_phase(planned[kind, unit], checked=True)
+    state.wait_for_everyone()
     rows = collect_rows(grid)
     if state.is_main_process:
         write_report(rows, Path(grid.output_dir))
@@ -188,7 +203,7 @@ def _main_child(payload: str) -> None:
     run_phase(unit_phase(grid, data["kind"], unit))  # its checkpoint, if any, is trained: its definition is on disk
 
 
-__all__ = ["prepare_unit", "unit_phase", "plan_grid", "grid_record", "run_grid", "collect_rows",
+__all__ = ["prepare_unit", "unit_phase", "plan_grid", "wait_for_checkpoint", "grid_record", "run_grid", "collect_rows",
            "rows_with_pretraining"]
 
 
