@@ -13,6 +13,8 @@ Usage:
     python run_scripts/run_budget_study.py --study my_study.yaml
     # one report over several finished studies (each configuration from one folder)
     python run_scripts/run_budget_study.py --combine runs/budget_pathfinder,runs/budget_pathfinder_cl2 --output_dir docs/lra
+    # the same after more seeds: the study's folder holds every run the report held, and replaces them
+    python run_scripts/run_budget_study.py --combine docs/lra,runs/budget_pathfinder --output_dir docs/lra
 
 Re-running the same command skips finished units and resumes an interrupted one, so more seeds can be
 added later (`--seeds 0,1,2`) without re-training seed 0. Writes OUTPUT_DIR/budget_study.{json,md,png},
@@ -55,7 +57,8 @@ class BudgetStudyArguments:
     list_studies: bool = field(default=False, metadata={"help": "Print the shipped studies and exit."})
     combine: str | None = field(default=None, metadata={
         "help": "Comma-separated output folders of finished studies: write one report over all their configurations "
-                "into --output_dir (required) and train nothing."})
+                "into --output_dir (required) and train nothing. Each configuration comes from one folder, or from "
+                "the folder that holds every run another holds of it (the same study re-run with more seeds)."})
 
     def __post_init__(self):
         check_declared(self)

@@ -12,7 +12,7 @@ import torch
 import yaml
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.suites.budget_report import study_markdown
+from hf_spt.experiments.suites.budget_report import combined_reports, study_markdown
 from hf_spt.experiments.suites.budget_study import arm_kind, study_grid, study_names, summarize_study
 from hf_spt.experiments.suites.grid import Arm, parse_grid
 from hf_spt.experiments.phases import LOG_HISTORY_NAME
@@ -139,12 +139,33 @@ def test_combine_writes_one_report_over_studies_and_refuses_a_configuration_from
     assert "## easy" in markdown and "## hard" in markdown and "+40.0" in markdown and "+10.0" in markdown
     assert (out / "budget_study.png").is_file()
     again = _report_folder(tmp_path / "rerun", "easy", 0.7)
-    with pytest.raises(UserInputError, match="'easy' is in both"):
+    with pytest.raises(UserInputError, match="'easy' is in both .* neither holds every run of the other"):
         run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{first},{again}", output_dir=str(out)))
     with pytest.raises(UserInputError, match="no finished budget study"):
         run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=str(tmp_path), output_dir=str(out)))
     with pytest.raises(UserInputError, match="--output_dir"):
         run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=str(first)))
+
+
+def test_combine_takes_a_configuration_from_the_study_re_run_with_more_seeds(tmp_path):
+    """A report holding seed 0 of a configuration and the study's folder re-run with seeds 0 and 1: the folder
+    holds every row and probe of the report, so its rows replace them (in either order); one changed row refuses."""
+    report = _report_folder(tmp_path / "report", "easy", 0.9)
+    rerun = _report_folder(tmp_path / "rerun", "easy", 0.9)
+    for name in ("budget_study.json", "budget_study_checkpoints.json"):
+        entries = json.loads((rerun / name).read_text())
+        (rerun / name).write_text(json.dumps(entries + [{**entry, "seed": 1} for entry in entries]))
+    other = _report_folder(tmp_path / "other", "hard", 0.6)
+    for order in ([report, other, rerun], [rerun, report, other]):
+        rows, probes = combined_reports(order)
+        assert sorted((row["config"], row["seed"]) for row in rows) == [("easy", 0)] * 3 + [("easy", 1)] * 3 + [
+            ("hard", 0)] * 3
+        assert sorted(probe["seed"] for probe in probes if probe["config"] == "easy") == [0, 1]
+    changed = json.loads((rerun / "budget_study.json").read_text())
+    changed[0]["test_accuracy"] = 0.25
+    (rerun / "budget_study.json").write_text(json.dumps(changed))
+    with pytest.raises(UserInputError, match="neither holds every run"):
+        combined_reports([report, rerun])
 
 
 def test_checkpoints_of_two_depths_are_reported_apart():

@@ -17,6 +17,7 @@ from typing import Any
 from ...analysis.plotting import saved_figure
 from ...errors import UserInputError
 from ...runs.folder import read_json, write_json, write_text
+from .report_sources import join_by_config
 from .seed_tables import mean_std_cell
 
 STUDY_JSON_NAME = "budget_study.json"
@@ -146,25 +147,17 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
 
 def combined_reports(folders: list[str | Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rows and checkpoint probes of several finished studies' reports, for one report over all their
-    configurations. A configuration must come from one folder only: two runs of one configuration name may
-    differ in code or settings, and merging them would report one run's number under the other's name."""
-    rows: list[dict[str, Any]] = []
-    checkpoints: list[dict[str, Any]] = []
-    source_of: dict[str, Path] = {}
+    configurations; a configuration's rows and probes come from one folder (`report_sources.join_by_config`)."""
+    sources = []
     for folder in map(Path, folders):
         study = read_json(folder / STUDY_JSON_NAME)
         probes = read_json(folder / CHECKPOINTS_JSON_NAME)
         if not isinstance(study, list) or not isinstance(probes, list):
             raise UserInputError(f"{folder} holds no finished budget study report ({STUDY_JSON_NAME} and "
                                  f"{CHECKPOINTS_JSON_NAME} as lists): give the output folder of a run_budget_study.py run.")
-        for config in dict.fromkeys(row["config"] for row in study + probes):
-            if source_of.setdefault(config, folder) != folder:
-                raise UserInputError(f"Configuration {config!r} is in both {source_of[config]} and {folder}: combine "
-                                     "each configuration from one study's folder (re-run the study with all its seeds "
-                                     "in one output folder instead).")
-        rows += study
-        checkpoints += probes
-    return rows, checkpoints
+        sources.append((folder, [("row", row) for row in study] + [("probe", probe) for probe in probes]))
+    joined = join_by_config(sources, lambda entry: entry[1]["config"])
+    return [row for kind, row in joined if kind == "row"], [probe for kind, probe in joined if kind == "probe"]
 
 
 __all__ = ["STUDY_JSON_NAME", "CHECKPOINTS_JSON_NAME", "STUDY_MD_NAME", "STUDY_PLOT_NAME", "study_markdown",

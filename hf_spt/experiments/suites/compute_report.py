@@ -30,6 +30,7 @@ from ..phases import LOG_HISTORY_NAME
 from ..pipeline import prepare_pretrain_task, prepare_task
 from ..run_results import ARM_FOLDERS
 from .grid_runner import prepare_unit
+from .report_sources import join_by_config
 from .seed_tables import mean_std, mean_std_cell
 from .run_records import read_record, recorded_settings, run_record
 from .grid import GRID_RECORD_NAME, Grid, cells, parse_grid, pretrain_job
@@ -124,18 +125,11 @@ def folder_compute_curves(folder: str | Path) -> list[ComputeCurve]:
 
 
 def combined_curves(sources: list[str | Path]) -> list[ComputeCurve]:
-    """The curves of several finished folders or `*_compute.json` files, for one report. A configuration must come
-    from one source only: two runs of one configuration name may differ in code or settings."""
-    curves: list[ComputeCurve] = []
-    source_of: dict[str, Path] = {}
-    for source in map(Path, sources):
-        found = read_compute_curves(source) if source.suffix == ".json" else folder_compute_curves(source)
-        for config in dict.fromkeys(curve.config for curve in found):
-            if source_of.setdefault(config, source) != source:
-                raise UserInputError(f"Configuration {config!r} is in both {source_of[config]} and {source}: take each "
-                                     "configuration from one source.")
-        curves += found
-    return curves
+    """The curves of several finished folders or `*_compute.json` files, for one report; a configuration's curves
+    come from one source (`report_sources.join_by_config`)."""
+    found = [(source, read_compute_curves(source) if source.suffix == ".json" else folder_compute_curves(source))
+             for source in map(Path, sources)]
+    return join_by_config(found, lambda curve: curve.config)
 
 
 def _is_scratch(arm: str) -> bool:
