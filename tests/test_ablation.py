@@ -12,12 +12,12 @@ import pytest
 import torch
 
 import hf_spt.experiments.suites.grid_runner as grid_runner
-from hf_spt.runs.folder import PHASE_RESULT_NAME
 from conftest import CellRecorder
 from hf_spt.experiments.suites.grid_runner import run_grid
-from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job, pretrain_jobs
+from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
 from hf_spt.experiments.suites.grid_report import gain_recovered
 from hf_spt.experiments.suites.seed_tables import summarize
+from hf_spt.runs.folder import PHASE_RESULT_NAME
 
 DEFAULT_GRID = Path(__file__).parent.parent / "run_scripts" / "ablation_default.yaml"
 
@@ -136,17 +136,17 @@ def test_ranks_are_dealt_units_in_turn_longest_pretraining_first_then_the_cells_
     ran: list = []
     monkeypatch.setattr(grid_runner, "PartialState", SecondOfTwoRanks)
     monkeypatch.setattr(grid_runner, "_run_in_child", lambda grid, kind, unit, *args: ran.append(unit))
-    monkeypatch.setattr(grid_runner, "wait_for_checkpoint", lambda grid, cell: ran.append(("wait", cell.arm)))
+    monkeypatch.setattr(grid_runner, "wait_for_checkpoint", lambda grid, job: ran.append(("wait", job)))
     run_grid(grid)
     # [e3 job, e1 job, scratch cell, spt_e1 cell, spt_e3 cell] -> this rank takes the e1 job and the spt_e1 cell
-    assert ran == [PretrainJob("m", 1.0, 1, 0), ("wait", "spt_e1"), cells(grid)[1], "barrier"]
+    assert ran == [PretrainJob("m", 1.0, 1, 0), ("wait", PretrainJob("m", 1.0, 1, 0)), cells(grid)[1], "barrier"]
 
 
 def test_a_cell_waits_until_its_checkpoint_has_its_result_file(tmp_path, monkeypatch):
     """Another rank trains the checkpoint: the waiting rank polls for the job's `phase.json`, written last."""
     grid = parse_grid({**tiny_grid(tmp_path, [{"name": "spt_e1", "pretrain_epochs": 1}]), "seeds": [0]})
-    cell = cells(grid)[0]
-    result = pretrain_jobs(grid)[0].folder(grid) / PHASE_RESULT_NAME
+    job = pretrain_job(grid, cells(grid)[0])
+    result = job.folder(grid) / PHASE_RESULT_NAME
     polls: list = []
 
     def another_rank_finishes(seconds):
@@ -156,7 +156,7 @@ def test_a_cell_waits_until_its_checkpoint_has_its_result_file(tmp_path, monkeyp
             result.write_text("{}")
 
     monkeypatch.setattr(grid_runner.time, "sleep", another_rank_finishes)
-    grid_runner.wait_for_checkpoint(grid, cell)
+    grid_runner.wait_for_checkpoint(grid, job)
     assert polls == [grid_runner.CHECKPOINT_POLL_SECONDS] * 2
 
 

@@ -108,10 +108,10 @@ def _run_in_child(grid: Grid, kind: str, unit: PretrainJob | Cell, device_index:
 CHECKPOINT_POLL_SECONDS = 10.0
 
 
-def wait_for_checkpoint(grid: Grid, cell: Cell) -> None:
-    """Return once the SPT job `cell` starts from has finished (its result file is written last, atomically).
-    Another rank trains it; if that rank fails, the launcher stops every rank, this one included."""
-    result = pretrain_job(grid, cell).folder(grid) / PHASE_RESULT_NAME
+def wait_for_checkpoint(grid: Grid, job: PretrainJob) -> None:
+    """Return once the SPT job `job` has finished (its result file is written last, atomically). Another rank
+    trains it; if that rank fails, the launcher stops every rank, this one included."""
+    result = job.folder(grid) / PHASE_RESULT_NAME
     while not result.is_file():
         time.sleep(CHECKPOINT_POLL_SECONDS)
 
@@ -149,11 +149,12 @@ def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None 
     # Ranks are dealt the units in turn (rank r takes units r, r + n...), so that one long pretraining job does not
     # leave the other ranks idle. Every SPT job comes before every cell, so a rank reaches each of its jobs without
     # waiting: a cell waiting for a job never waits for a rank that waits itself.
-    units = ([("pretrain", job) for job in jobs] + [("cell", c) for c in todo_cells if pretrain_job(grid, c) is None]
-             + [("cell", c) for c in todo_cells if pretrain_job(grid, c) is not None])
+    source = {cell: pretrain_job(grid, cell) for cell in todo_cells}  # the SPT job a cell starts from, or None
+    units = ([("pretrain", job) for job in jobs] + [("cell", c) for c in todo_cells if source[c] is None]
+             + [("cell", c) for c in todo_cells if source[c] is not None])
     for kind, unit in units[state.process_index::state.num_processes]:
-        if kind == "cell" and pretrain_job(grid, unit) is not None:
-            wait_for_checkpoint(grid, unit)
+        if kind == "cell" and source[unit] is not None:
+            wait_for_checkpoint(grid, source[unit])
         if isolate:
             _run_in_child(grid, kind, unit, device_index)
         else:
