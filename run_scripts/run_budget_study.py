@@ -17,7 +17,8 @@ Usage:
     python run_scripts/run_budget_study.py --combine docs/lra,runs/budget_pathfinder --output_dir docs/lra
 
 Re-running the same command skips finished units and resumes an interrupted one, so more seeds can be
-added later (`--seeds 0,1,2`) without re-training seed 0. Writes OUTPUT_DIR/budget_study.{json,md,png},
+added later (`--seeds 2`, or `--seeds 0,1,2`) without re-training seeds 0 and 1: the report holds the named
+seeds and every seed the output folder already holds. Writes OUTPUT_DIR/budget_study.{json,md,png},
 budget_study_checkpoints.json, the accuracy-against-compute report budget_study_compute.{json,md} with one
 budget_study_compute_<config>.png per configuration (run_compute_curves.py), and the grid's results.{csv,md,png}.
 See docs/lra.md.
@@ -33,7 +34,8 @@ from pathlib import Path
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
-from hf_spt.experiments.suites.budget_study import checkpoint_rows, study_grid, study_names, study_rows, summarize_study
+from hf_spt.experiments.suites.budget_study import (checkpoint_rows, seeds_on_record, study_grid, study_names, study_rows,
+                                                    summarize_study)
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
@@ -48,7 +50,9 @@ COMPUTE_PREFIX = "budget_study"  # budget_study_compute.{json,md} and budget_stu
 class BudgetStudyArguments:
     study: str = field(default="pathfinder_budget", metadata={"help": "A shipped study's name (--list_studies) or a "
                                                                      "grid file (.yaml/.json)."})
-    seeds: str | None = field(default=None, metadata={"help": "Comma-separated seeds (default: the study's)."})
+    seeds: str | None = field(default=None, metadata={
+        "help": "Comma-separated seeds to train (default: the study's); the report also holds every seed the output "
+                "folder holds from an earlier run."})
     output_dir: str | None = field(default=None, metadata={"help": "Default: the study's output_dir."})
     probe_examples: int = field(default=256, metadata={"range": POSITIVE_INT,
                                                        "help": "Validation inputs each SPT checkpoint is probed on."})
@@ -86,16 +90,21 @@ def main(args: BudgetStudyArguments) -> None:
         return
     set_torch_threads(args.torch_threads)
     grid = study_grid(args.study, args.seed_list, args.output_dir)
+    trained = grid.seeds
+    earlier = [seed for seed in seeds_on_record(grid.output_dir) if seed not in trained]
+    if earlier:  # the folder's earlier seeds stay in its report (their units are checked, not re-trained)
+        grid = study_grid(args.study, sorted([*trained, *earlier]), args.output_dir)
     main_process = os.environ.get("RANK", "0") == "0"
     if args.dry_run:
         check_trainer_settings_of(grid)  # what the run checks before any data, but for the data themselves
         if main_process:
-            jobs = pretrain_jobs(grid)
-            print(f"Study {args.study}: output {grid.output_dir}, seeds {grid.seeds}")
+            units = [cell for cell in cells(grid) if cell.seed in trained]
+            jobs = pretrain_jobs(grid, units)
+            print(f"Study {args.study}: output {grid.output_dir}, seeds {trained} (reported: {grid.seeds})")
             print(f"SPT checkpoints ({len(jobs)}):", *(f"  {job.folder(grid)}" for job in jobs), sep="\n")
-            print(f"Cells ({len(cells(grid))}):", *(f"  {cell.folder(grid)}" for cell in cells(grid)), sep="\n")
+            print(f"Cells ({len(units)}):", *(f"  {cell.folder(grid)}" for cell in units), sep="\n")
         return
-    run_grid(grid)
+    run_grid(grid, seeds=trained)
     from accelerate import PartialState
 
     if PartialState().is_main_process:

@@ -71,6 +71,29 @@ def test_budget_study_runs_end_to_end_and_reports_tokens_controls_and_probes(tmp
     assert (run / "budget_study.png").stat().st_size > 0
 
 
+def test_a_run_naming_a_new_seed_reports_the_seeds_the_folder_already_holds(tmp_path, capsys):
+    """`--seeds 1` into a folder that holds seed 0 trains seed 1 only and reports both (it reported seed 1 alone)."""
+    torch.set_num_threads(1)
+    study_file = tmp_path / "study.yaml"
+    arms = [arm for arm in STUDY["arms"] if arm["name"] in ("scratch", "spt_e1")]
+    study_file.write_text(yaml.safe_dump({**STUDY, "arms": arms, "output_dir": str(tmp_path / "run")}))
+    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(study_file), probe_examples=8))
+    seed0 = tmp_path / "run/cells/m/scratch/seed0/phase.json"
+    first = seed0.read_text()
+    capsys.readouterr()
+    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(study_file), seeds="1", dry_run=True))
+    plan = capsys.readouterr().out
+    assert "seeds [1] (reported: [0, 1])" in plan and "seed1" in plan and "seed0" not in plan
+    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(study_file), seeds="1", probe_examples=8))
+    rows = json.loads((tmp_path / "run/budget_study.json").read_text())
+    assert sorted((row["arm"], row["seed"]) for row in rows) == [("scratch", 0), ("scratch", 1), ("spt", 0),
+                                                                  ("spt", 1)]
+    probes = json.loads((tmp_path / "run/budget_study_checkpoints.json").read_text())
+    assert sorted(probe["seed"] for probe in probes) == [0, 1]
+    assert seed0.read_text() == first  # seed 0 was not trained again
+    assert json.loads((tmp_path / "run/grid.json").read_text())["seeds"] == [0, 1]
+
+
 def test_arm_model_settings_and_budget_controls_are_checked():
     assert not Arm("cm", compute_matched=True, pretrain_epochs=5).pretrain  # a budget for the control, not SPT
     assert Arm("spt_e5", pretrain_epochs=5).pretrain

@@ -33,7 +33,8 @@ from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining
 from .seed_tables import mean_std
-from .grid import Grid, arm_named, arm_pretrain_epochs, experiment_arguments, parse_grid, pretrain_jobs
+from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, experiment_arguments, parse_grid, pretrain_jobs
+from .run_records import read_record
 
 
 STUDIES_DIR = Path(__file__).with_name("studies")
@@ -70,6 +71,14 @@ def study_grid(study: str, seeds: list[int] | None = None, output_dir: str | Non
                                  f"name ends in _e{arm.pretrain_epochs:g} (e.g. spt_e{arm.pretrain_epochs:g}): the "
                                  "study's report reads an arm's kind and budget off its name.")
     return grid
+
+
+def seeds_on_record(output_dir: str | Path) -> list[int]:
+    """The seeds of the grid a study folder's `grid.json` records (its last run), [] for a new folder. A run that
+    names other seeds reports these too: training seed 2 into a folder that holds seeds 0 and 1 reports all three,
+    not seed 2 alone."""
+    record = Path(output_dir) / GRID_RECORD_NAME
+    return parse_grid(read_record(record), str(record)).seeds if record.is_file() else []
 
 
 def arm_kind(name: str, pretrain_epochs: float | None) -> str:
@@ -162,5 +171,5 @@ def summarize_study(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return summary
 
 
-__all__ = ["STUDIES_DIR", "PROBE_NAME", "study_names", "study_grid", "arm_kind", "study_rows", "checkpoint_rows",
+__all__ = ["STUDIES_DIR", "PROBE_NAME", "study_names", "study_grid", "seeds_on_record", "arm_kind", "study_rows", "checkpoint_rows",
            "summarize_study"]
