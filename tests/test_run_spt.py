@@ -1,6 +1,7 @@
 """End to end: run_spt.py's arguments, phases, outputs, resume and errors, on a tiny Markov task."""
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -158,6 +159,22 @@ def test_the_best_model_metric_is_fine_tunings_and_pretraining_keeps_its_loss(tm
         parse_arguments(["--mode", "spt", "--metric_for_best_model", "macro_f1"])
     with pytest.raises(UserInputError, match="must be one of accuracy, macro_f1, loss"):
         run(TINY + ["--mode", "scratch", "--metric_for_best_model", "f1", "--output_dir", str(tmp_path / "bad")])
+
+
+def test_test_evaluation_does_not_trip_early_stopping(tmp_path):
+    """Early stopping ends with training: the test evaluation (test_* metrics) made transformers' callback warn that
+    it found no eval_accuracy and was disabled, as if early stopping had been off."""
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    callback_logger = logging.getLogger("transformers.trainer_callback")
+    callback_logger.addHandler(handler)
+    try:
+        results = run(TINY + ["--mode", "scratch", "--output_dir", str(tmp_path), "--early_stopping_patience", "1"])
+    finally:
+        callback_logger.removeHandler(handler)
+    assert results["arms"][0]["test_accuracy"] is not None
+    assert not [record for record in records if "early stopping" in record.getMessage()]
 
 
 def test_max_steps_bounds_both_phases(tmp_path):

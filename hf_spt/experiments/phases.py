@@ -212,6 +212,9 @@ def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
             trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=settings.early_stopping_patience))
         _attach_probes(trainer, task, settings)
         clock = _train(trainer, folder)
+    # Training has ended: early stopping judges no more evaluations (on the test metrics it would warn that
+    # eval_accuracy is missing and early stopping is disabled, which reads as if it had been off all along).
+    trainer.remove_callback(EarlyStoppingCallback)
     validation = trainer.evaluate()
     test = trainer.evaluate(task.dataset["test"], metric_key_prefix="test")
     result = {"arm": phase.arm, "init_from": str(init_from) if init_from else None, "init_parts": init_parts,
