@@ -15,6 +15,9 @@ Usage:
     python run_scripts/run_budget_study.py --combine runs/budget_pathfinder,runs/budget_pathfinder_cl2 --output_dir docs/lra
     # the same after more seeds: the study's folder holds every run the report held, and replaces them
     python run_scripts/run_budget_study.py --combine docs/lra,runs/budget_pathfinder --output_dir docs/lra
+    # a study re-run under newer code: its configuration is taken whole from the last folder that holds it
+    python run_scripts/run_budget_study.py --combine docs/lra,runs/budget_pathfinder \
+        --replace_configs pathfinder24 --output_dir docs/lra
 
 Re-running the same command skips finished units and resumes an interrupted one, so more seeds can be
 added later (`--seeds 2`, or `--seeds 0,1,2`) without re-training seeds 0 and 1: the report holds the named
@@ -64,10 +67,17 @@ class BudgetStudyArguments:
                 "into --output_dir (required) and train nothing. Each configuration comes from one folder, or from "
                 "the folder that holds every run another holds of it (the same study re-run with more seeds)."})
 
+    replace_configs: str | None = field(default=None, metadata={
+        "help": "With --combine: comma-separated configurations to take whole from the last folder that holds them, "
+                "dropping the earlier folders' runs of them (a study re-run under newer code)."})
+
     def __post_init__(self):
         check_declared(self)
         self.seed_list = comma_seeds(self.seeds) if self.seeds else None
         self.combined_folders = comma_names(self.combine, "--combine") if self.combine else None
+        self.replaced_configs = comma_names(self.replace_configs, "--replace_configs") if self.replace_configs else []
+        if self.replaced_configs and not self.combine:
+            raise UserInputError("--replace_configs chooses between the folders of --combine: give --combine too.")
 
 
 def main(args: BudgetStudyArguments) -> None:
@@ -77,15 +87,15 @@ def main(args: BudgetStudyArguments) -> None:
     if args.combine:
         if not args.output_dir:
             raise UserInputError("--combine writes the combined report into --output_dir: give one.")
-        rows, checkpoints = combined_reports(args.combined_folders)
+        rows, checkpoints = combined_reports(args.combined_folders, args.replaced_configs)
         write_study_report(rows, checkpoints, summarize_study(rows), Path(args.output_dir))
         compute = [Path(folder) / f"{COMPUTE_PREFIX}_compute.json" for folder in args.combined_folders]
         for missing in (path for path in compute if not path.is_file()):
             print(f"{missing.parent}: no compute report (a study run before it existed: rerun its command, which "
                   "trains nothing when finished, to write it); its configurations are left out of the compute report.")
         if any(path.is_file() for path in compute):
-            write_compute_report(combined_curves([path for path in compute if path.is_file()]), args.output_dir,
-                                 COMPUTE_PREFIX)
+            curves = combined_curves([path for path in compute if path.is_file()], args.replaced_configs)
+            write_compute_report(curves, args.output_dir, COMPUTE_PREFIX)
         print((Path(args.output_dir) / STUDY_MD_NAME).read_text())
         return
     set_torch_threads(args.torch_threads)

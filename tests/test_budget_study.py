@@ -170,6 +170,29 @@ def test_combine_writes_one_report_over_studies_and_refuses_a_configuration_from
         run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=str(first)))
 
 
+def test_replace_configs_takes_a_re_run_configuration_whole_from_the_last_folder(tmp_path):
+    """A study re-run under newer code (other numbers under the same configuration name) is refused unless named in
+    --replace_configs; then its rows and probes replace the earlier folder's, and other configurations stay."""
+    report = _report_folder(tmp_path / "report", "easy", 0.9)
+    other = _report_folder(tmp_path / "other", "hard", 0.6)
+    rerun = _report_folder(tmp_path / "rerun", "easy", 0.7)
+    out = tmp_path / "combined"
+    with pytest.raises(UserInputError, match="--replace_configs"):
+        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{report},{other},{rerun}",
+                                                                    output_dir=str(out)))
+    run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{report},{other},{rerun}",
+                                                                replace_configs="easy", output_dir=str(out)))
+    rows = json.loads((out / "budget_study.json").read_text())
+    assert sorted((row["config"], row["test_accuracy"]) for row in rows if row["arm"] == "spt") == [("easy", 0.7),
+                                                                                                 ("hard", 0.6)]
+    assert len(rows) == 6 and len(json.loads((out / "budget_study_checkpoints.json").read_text())) == 2
+    with pytest.raises(UserInputError, match="--replace_configs esay: no folder holds"):
+        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{report},{rerun}", replace_configs="esay",
+                                                                    output_dir=str(out)))
+    with pytest.raises(UserInputError, match="give --combine too"):
+        run_budget_study.BudgetStudyArguments(study="digits32", replace_configs="easy")
+
+
 def test_combine_takes_a_configuration_from_the_study_re_run_with_more_seeds(tmp_path):
     """A report holding seed 0 of a configuration and the study's folder re-run with seeds 0 and 1: the folder
     holds every row and probe of the report, so its rows replace them (in either order); one changed row refuses."""

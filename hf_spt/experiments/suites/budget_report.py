@@ -10,7 +10,7 @@ and turned attention local, next to whether accuracy followed. Token axes are lo
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -145,9 +145,11 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME)
 
 
-def combined_reports(folders: list[str | Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def combined_reports(folders: list[str | Path], replaced: Collection[str] = ()
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rows and checkpoint probes of several finished studies' reports, for one report over all their
-    configurations; a configuration's rows and probes come from one folder (`report_sources.join_by_config`)."""
+    configurations; a configuration's rows and probes come from one folder (`report_sources.join_by_config`; a
+    configuration in `replaced` from the last folder that holds it)."""
     sources = []
     for folder in map(Path, folders):
         study = read_json(folder / STUDY_JSON_NAME)
@@ -156,7 +158,12 @@ def combined_reports(folders: list[str | Path]) -> tuple[list[dict[str, Any]], l
             raise UserInputError(f"{folder} holds no finished budget study report ({STUDY_JSON_NAME} and "
                                  f"{CHECKPOINTS_JSON_NAME} as lists): give the output folder of a run_budget_study.py run.")
         sources.append((folder, [("row", row) for row in study] + [("probe", probe) for probe in probes]))
-    joined = join_by_config(sources, lambda entry: entry[1]["config"])
+    held = {entry[1]["config"] for _, entries in sources for entry in entries}
+    unknown = [config for config in replaced if config not in held]
+    if unknown:
+        raise UserInputError(f"--replace_configs {','.join(unknown)}: no folder holds such a configuration (they hold "
+                             f"{', '.join(sorted(held))}).")
+    joined = join_by_config(sources, lambda entry: entry[1]["config"], replaced)
     return [row for kind, row in joined if kind == "row"], [probe for kind, probe in joined if kind == "probe"]
 
 

@@ -16,6 +16,7 @@ the seeds' mean best-so-far thick, FLOPs on a log axis).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -124,12 +125,13 @@ def folder_compute_curves(folder: str | Path) -> list[ComputeCurve]:
     return run_compute_curves(folder)
 
 
-def combined_curves(sources: list[str | Path]) -> list[ComputeCurve]:
+def combined_curves(sources: list[str | Path], replaced: Collection[str] = ()) -> list[ComputeCurve]:
     """The curves of several finished folders or `*_compute.json` files, for one report; a configuration's curves
-    come from one source (`report_sources.join_by_config`)."""
+    come from one source (`report_sources.join_by_config`; a configuration in `replaced` from the last source that
+    holds it)."""
     found = [(source, read_compute_curves(source) if source.suffix == ".json" else folder_compute_curves(source))
              for source in map(Path, sources)]
-    return join_by_config(found, lambda curve: curve.config)
+    return join_by_config(found, lambda curve: curve.config, replaced)
 
 
 def _is_scratch(arm: str) -> bool:
