@@ -30,7 +30,7 @@ See docs/lra.md.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 
@@ -103,7 +103,7 @@ def main(args: BudgetStudyArguments) -> None:
     trained = grid.seeds
     earlier = [seed for seed in seeds_on_record(grid.output_dir) if seed not in trained]
     if earlier:  # the folder's earlier seeds stay in its report (their units are checked, not re-trained)
-        grid = study_grid(args.study, sorted([*trained, *earlier]), args.output_dir)
+        grid = replace(grid, seeds=sorted([*trained, *earlier]))
     main_process = os.environ.get("RANK", "0") == "0"
     if args.dry_run:
         check_trainer_settings_of(grid)  # what the run checks before any data, but for the data themselves

@@ -171,5 +171,5 @@ def summarize_study(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return summary
 
 
-__all__ = ["STUDIES_DIR", "PROBE_NAME", "study_names", "study_grid", "seeds_on_record", "arm_kind", "study_rows", "checkpoint_rows",
-           "summarize_study"]
+__all__ = ["STUDIES_DIR", "PROBE_NAME", "study_names", "study_grid", "seeds_on_record", "arm_kind", "study_rows",
+           "checkpoint_rows", "summarize_study"]
