@@ -63,6 +63,20 @@ def test_curves_read_the_epochs_of_training_and_combine_seeds():
     assert "| spt | 65.0 | 1.10e+02 | never |" in table  # scratch's mean best-so-far stops at 60%
 
 
+def test_reports_round_halves_up_and_print_the_same_digits_in_every_table():
+    """86.25, 88.5, 84% has a mean of 86.25 and a std of exactly 2.25 points; a reader rounds them to 86.3 and
+    2.3, and so must both tables of a study (float arithmetic printed with `:.1f` gave 86.2 and, depending on
+    whether percent came first, 2.2 or 2.3). 64.0 and 63.5% average 63.75: "63.8"."""
+    from hf_spt.experiments.suites.budget_report import _pct, _points
+    from hf_spt.experiments.suites.seed_tables import mean_std
+
+    tests = [0.8625, 0.885, 0.84]
+    curves = [ComputeCurve("c", "spt", seed, 0.0, 1.0, [(1.0, 0.5)], test) for seed, test in enumerate(tests)]
+    assert _pct(mean_std(tests)) == "86.3 ± 2.3 (3)" and "| 86.3 ± 2.3 |" in compute_markdown(curves)
+    assert _pct(mean_std([0.64, 0.635])) == "63.8 ± 0.4 (2)"
+    assert (_points(0.6375 - 0.67), _points(0.0), _points(0.00025)) == ("-3.3", "+0.0", "+0.0")
+
+
 def _write_csv(path: Path, rows: list[tuple[str, str]]) -> str:
     path.write_text("text,label\n" + "".join(f"{text},{label}\n" for text, label in rows))
     return str(path)

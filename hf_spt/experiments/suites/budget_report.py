@@ -18,7 +18,7 @@ from ...analysis.plotting import saved_figure
 from ...errors import UserInputError
 from ...runs.folder import read_json, write_json, write_text
 from .report_sources import join_by_config
-from .seed_tables import mean_std_cell
+from .seed_tables import mean_std_cell, one_decimal
 
 STUDY_JSON_NAME = "budget_study.json"
 CHECKPOINTS_JSON_NAME = "budget_study_checkpoints.json"
@@ -31,7 +31,10 @@ def _pct(stats: dict[str, float] | None) -> str:
 
 
 def _points(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:+.1f}"
+    if value is None:
+        return "n/a"
+    text = one_decimal(100 * value)
+    return text if text.startswith("-") else f"+{text}"
 
 
 def _checkpoint_means(checkpoints: list[dict[str, Any]], config: str) -> dict[int, dict[int, dict[str, Any]]]:

@@ -32,7 +32,7 @@ from ..pipeline import prepare_pretrain_task, prepare_task
 from ..run_results import ARM_FOLDERS
 from .grid_runner import prepare_unit
 from .report_sources import join_by_config
-from .seed_tables import mean_std, mean_std_cell
+from .seed_tables import mean_std, mean_std_cell, one_decimal
 from .run_records import read_record, recorded_settings, run_record
 from .grid import GRID_RECORD_NAME, Grid, cells, parse_grid, pretrain_job
 
@@ -158,8 +158,7 @@ def _flops(value: float | None) -> str:
 def _test(curve: ArmCurve) -> str:
     if not curve.test_accuracies:
         return "n/a"
-    stats = mean_std([100 * accuracy for accuracy in curve.test_accuracies])
-    return mean_std_cell(stats)
+    return mean_std_cell(mean_std(curve.test_accuracies), 100)  # as the budget report does: the same digits
 
 
 def compute_markdown(curves: list[ComputeCurve]) -> str:
@@ -169,7 +168,7 @@ def compute_markdown(curves: list[ComputeCurve]) -> str:
         out += [f"## {config}", "", "| arm | seeds | best validation % (mean) | test %, mean ± std | pretraining FLOPs "
                 "| total training FLOPs (mean) |", "|---|---|---|---|---|---|"]
         for arm, curve in arms.items():
-            out.append(f"| {arm} | {curve.seeds} | {100 * curve.best:.1f} | {_test(curve)} | "
+            out.append(f"| {arm} | {curve.seeds} | {one_decimal(100 * curve.best)} | {_test(curve)} | "
                        f"{_flops(curve.pretrain_flops) if curve.pretrain_flops else '0'} | {curve.total_flops:.2e} |")
         scratch = [arm for arm in arms if _is_scratch(arm)]
         spt = [arm for arm in arms if _is_spt(arm)]
@@ -180,7 +179,7 @@ def compute_markdown(curves: list[ComputeCurve]) -> str:
                     "|---|---|---|" + "---|" * len(scratch)]
             for arm in spt:
                 target = arms[arm].best
-                out.append(f"| {arm} | {100 * target:.1f} | {_flops(arms[arm].first_reaching(target))} | "
+                out.append(f"| {arm} | {one_decimal(100 * target)} | {_flops(arms[arm].first_reaching(target))} | "
                            + " | ".join(_flops(arms[other].first_reaching(target)) for other in scratch) + " |")
         out.append("")
     return "\n".join(out)

@@ -17,7 +17,7 @@ from typing import Any
 from ...analysis.plotting import saved_figure
 from ...runs.folder import write_json, write_text
 from ...tasks.lra_data import LRA_TASKS
-from .seed_tables import mean_std_cell, summarize
+from .seed_tables import mean_std_cell, one_decimal, summarize
 
 LRA_JSON_NAME = "lra_results.json"
 LRA_MD_NAME = "lra_results.md"
@@ -92,7 +92,7 @@ def markdown(table: dict[str, Any]) -> str:
     average = table["average"]
     if average["tasks"]:
         label = f"average ({len(average['tasks'])} LRA tasks)"
-        values = ["–" if arm not in average["arms"] else f"{average['arms'][arm]:.1f}" for arm in arm_order]
+        values = ["–" if arm not in average["arms"] else one_decimal(average["arms"][arm]) for arm in arm_order]
         lines.append(f"| {label} | " + " | ".join(values)
                      + f" | {_number(average['published_scratch'])} | {_number(average['published_spt'])} |")
     lines += ["", "Wall time per task and arm (seconds, mean over seeds; spt includes its pretraining):", "",

@@ -7,6 +7,7 @@ that the same numbers read the same way in every table.
 from __future__ import annotations
 
 import statistics
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 MISSING_CELL = "n/a"
@@ -18,12 +19,18 @@ def mean_std(values: list[float]) -> dict[str, float]:
             "n": len(values)}
 
 
+def one_decimal(value: float) -> str:
+    """`value` at one decimal, halves rounded up as a reader rounds by hand: 63.75 is "63.8" and 2.25 "2.3",
+    although the floats nearest them (0.6375 * 100 = 63.7499...) would print "63.7" and "2.2" with `:.1f`."""
+    return str(Decimal(repr(round(value, 9))).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+
+
 def mean_std_cell(stats: dict[str, Any] | None, scale: float = 1.0, seeds: str = "", missing: str = MISSING_CELL) -> str:
     """`stats` (`mean_std`'s) as "M ± S" at one decimal, the values multiplied by `scale` (100: fractions as
     percent); `seeds` appends the seed count: "" none, "()" as "(3)", "n=" as "(n=3)". `missing` stands for None."""
     if not stats:
         return missing
-    text = f"{scale * stats['mean']:.1f} ± {scale * stats['std']:.1f}"
+    text = f"{one_decimal(scale * stats['mean'])} ± {one_decimal(scale * stats['std'])}"
     if seeds == "()":
         return f"{text} ({stats['n']})"
     if seeds == "n=":
@@ -40,4 +47,4 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
     return {task: {arm: mean_std(values) for arm, values in arms.items()} for task, arms in scores.items()}
 
 
-__all__ = ["MISSING_CELL", "mean_std", "mean_std_cell", "summarize"]
+__all__ = ["MISSING_CELL", "mean_std", "one_decimal", "mean_std_cell", "summarize"]
