@@ -18,6 +18,9 @@ Usage:
     # a study re-run under newer code: its configuration is taken whole from the last folder that holds it
     python run_scripts/run_budget_study.py --combine docs/lra,runs/budget_pathfinder \
         --replace_configs pathfinder24 --output_dir docs/lra
+    # more seeds run into another folder (a seed run elsewhere, or after the first folder was lost): joined
+    python run_scripts/run_budget_study.py --combine docs/lra,runs/budget_digits32 \
+        --add_seeds digits32 --output_dir docs/lra
 
 Re-running the same command skips finished units and resumes an interrupted one, so more seeds can be
 added later (`--seeds 2`, or `--seeds 0,1,2`) without re-training seeds 0 and 1: the report holds the named
@@ -70,14 +73,24 @@ class BudgetStudyArguments:
     replace_configs: str | None = field(default=None, metadata={
         "help": "With --combine: comma-separated configurations to take whole from the last folder that holds them, "
                 "dropping the earlier folders' runs of them (a study re-run under newer code)."})
+    add_seeds: str | None = field(default=None, metadata={
+        "help": "With --combine: comma-separated configurations whose runs in the folders are other seeds of the same "
+                "study (run into another folder); joined, refused if a seed is in two folders or the arms' settings "
+                "differ."})
 
     def __post_init__(self):
         check_declared(self)
         self.seed_list = comma_seeds(self.seeds) if self.seeds else None
         self.combined_folders = comma_names(self.combine, "--combine") if self.combine else None
         self.replaced_configs = comma_names(self.replace_configs, "--replace_configs") if self.replace_configs else []
-        if self.replaced_configs and not self.combine:
-            raise UserInputError("--replace_configs chooses between the folders of --combine: give --combine too.")
+        self.added_configs = comma_names(self.add_seeds, "--add_seeds") if self.add_seeds else []
+        for flag, named in (("--replace_configs", self.replaced_configs), ("--add_seeds", self.added_configs)):
+            if named and not self.combine:
+                raise UserInputError(f"{flag} chooses between the folders of --combine: give --combine too.")
+        both = sorted(set(self.replaced_configs) & set(self.added_configs))
+        if both:
+            raise UserInputError(f"{', '.join(both)}: in both --replace_configs (take the last folder's runs) and "
+                                 "--add_seeds (join every folder's seeds); name each configuration in one.")
 
 
 def main(args: BudgetStudyArguments) -> None:
@@ -87,14 +100,15 @@ def main(args: BudgetStudyArguments) -> None:
     if args.combine:
         if not args.output_dir:
             raise UserInputError("--combine writes the combined report into --output_dir: give one.")
-        rows, checkpoints = combined_reports(args.combined_folders, args.replaced_configs)
+        rows, checkpoints = combined_reports(args.combined_folders, args.replaced_configs, args.added_configs)
         write_study_report(rows, checkpoints, summarize_study(rows), Path(args.output_dir))
         compute = [Path(folder) / f"{COMPUTE_PREFIX}_compute.json" for folder in args.combined_folders]
         for missing in (path for path in compute if not path.is_file()):
             print(f"{missing.parent}: no compute report (a study run before it existed: rerun its command, which "
                   "trains nothing when finished, to write it); its configurations are left out of the compute report.")
         if any(path.is_file() for path in compute):
-            curves = combined_curves([path for path in compute if path.is_file()], args.replaced_configs)
+            curves = combined_curves([path for path in compute if path.is_file()], args.replaced_configs,
+                                     args.added_configs)
             write_compute_report(curves, args.output_dir, COMPUTE_PREFIX)
         print((Path(args.output_dir) / STUDY_MD_NAME).read_text())
         return

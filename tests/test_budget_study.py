@@ -236,3 +236,44 @@ def test_a_study_without_spt_budget_writes_its_table_without_the_figure(tmp_path
     write_study_report(rows, [], summarize_study(rows), tmp_path)
     assert "| scratch | 55.0 ± 0.0 (1) |" in (tmp_path / "budget_study.md").read_text()
     assert not (tmp_path / "budget_study.png").exists()
+
+
+def test_add_seeds_joins_other_seeds_of_a_configuration_run_into_another_folder(tmp_path):
+    """Seed 0 in the report and seed 1 run into another folder (the first folder lost): refused as two runs of one
+    configuration unless named in --add_seeds; then joined, rows, probes and compute curves. A seed in both folders,
+    or other settings under the name, is refused even then."""
+    from hf_spt.analysis.compute import ComputeCurve
+
+    report = _report_folder(tmp_path / "report", "easy", 0.9)
+    later = _report_folder(tmp_path / "later", "easy", 0.7)
+    for name in ("budget_study.json", "budget_study_checkpoints.json"):
+        entries = json.loads((later / name).read_text())
+        (later / name).write_text(json.dumps([{**entry, "seed": 1, "seconds": 5.0} for entry in entries]))
+    for folder, seed, accuracy in ((report, 0, 0.6), (later, 1, 0.8)):
+        curves = [ComputeCurve("easy", arm, seed, flops, 10.0, [(1.0, accuracy)], accuracy).to_dict()
+                  for arm, flops in (("scratch", 0.0), ("spt_e4", 40.0))]
+        (folder / "budget_study_compute.json").write_text(json.dumps(curves))
+    out = tmp_path / "combined"
+    with pytest.raises(UserInputError, match="--add_seeds to join them"):
+        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{report},{later}", output_dir=str(out)))
+    run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{report},{later}", add_seeds="easy",
+                                                                output_dir=str(out)))
+    rows = json.loads((out / "budget_study.json").read_text())
+    assert sorted((row["arm"], row["seed"]) for row in rows) == sorted(
+        (arm, seed) for arm in ("scratch", "spt", "scratch_compute_matched") for seed in (0, 1))
+    assert sorted(probe["seed"] for probe in json.loads((out / "budget_study_checkpoints.json").read_text())) == [0, 1]
+    assert sorted((curve["arm"], curve["seed"]) for curve in json.loads(
+        (out / "budget_study_compute.json").read_text())) == [("scratch", 0), ("scratch", 1), ("spt_e4", 0),
+                                                              ("spt_e4", 1)]
+    assert "80.0 ± 14.1 (2)" in (out / "budget_study.md").read_text()  # SPT's test mean over the joined seeds
+    with pytest.raises(UserInputError, match="seed 0 of 'easy' is in both"):
+        combined_reports([report, later, _report_folder(tmp_path / "again", "easy", 0.5)], added=["easy"])
+    changed = json.loads((later / "budget_study.json").read_text())
+    changed[1]["pretrain_tokens"] = 2000
+    (later / "budget_study.json").write_text(json.dumps(changed))
+    with pytest.raises(UserInputError, match="ran different settings under 'easy'.*pretrain_tokens"):
+        combined_reports([report, later], added=["easy"])
+    with pytest.raises(UserInputError, match="--add_seeds esay: no folder holds"):
+        combined_reports([report, later], added=["esay"])
+    with pytest.raises(UserInputError, match="name each configuration in one"):
+        run_budget_study.BudgetStudyArguments(combine=f"{report},{later}", add_seeds="easy", replace_configs="easy")

@@ -9,6 +9,7 @@ and turned attention local, next to whether accuracy followed. Token axes are lo
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -148,11 +149,12 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME)
 
 
-def combined_reports(folders: list[str | Path], replaced: Collection[str] = ()
+def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), added: Collection[str] = ()
                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rows and checkpoint probes of several finished studies' reports, for one report over all their
     configurations; a configuration's rows and probes come from one folder (`report_sources.join_by_config`; a
-    configuration in `replaced` from the last folder that holds it)."""
+    configuration in `replaced` from the last folder that holds it, one in `added` from every folder, as other
+    seeds of one study)."""
     sources = []
     for folder in map(Path, folders):
         study = read_json(folder / STUDY_JSON_NAME)
@@ -162,12 +164,24 @@ def combined_reports(folders: list[str | Path], replaced: Collection[str] = ()
                                  f"{CHECKPOINTS_JSON_NAME} as lists): give the output folder of a run_budget_study.py run.")
         sources.append((folder, [("row", row) for row in study] + [("probe", probe) for probe in probes]))
     held = {entry[1]["config"] for _, entries in sources for entry in entries}
-    unknown = [config for config in replaced if config not in held]
-    if unknown:
-        raise UserInputError(f"--replace_configs {','.join(unknown)}: no folder holds such a configuration (they hold "
-                             f"{', '.join(sorted(held))}).")
-    joined = join_by_config(sources, lambda entry: entry[1]["config"], replaced)
+    for flag, named in (("--replace_configs", replaced), ("--add_seeds", added)):
+        unknown = [config for config in named if config not in held]
+        if unknown:
+            raise UserInputError(f"{flag} {','.join(unknown)}: no folder holds such a configuration (they hold "
+                                 f"{', '.join(sorted(held))}).")
+    joined = join_by_config(sources, lambda entry: entry[1]["config"], replaced, added,
+                            seed_of=lambda entry: entry[1]["seed"], settings_of=_report_settings)
     return [row for kind, row in joined if kind == "row"], [probe for kind, probe in joined if kind == "probe"]
+
+
+# What a row or probe measured (or which seed it is): the rest is what its study set, the same for every seed.
+_MEASURED = {"seed", "test_accuracy", "eval_accuracy", "seconds", "best_eval_loss", "mlm_loss", "unigram_loss",
+             "near_ratio_by_layer"}
+
+
+def _report_settings(entry: tuple[str, dict[str, Any]]) -> str:
+    kind, values = entry
+    return json.dumps([kind, {key: value for key, value in values.items() if key not in _MEASURED}], sort_keys=True)
 
 
 __all__ = ["STUDY_JSON_NAME", "CHECKPOINTS_JSON_NAME", "STUDY_MD_NAME", "STUDY_PLOT_NAME", "study_markdown",

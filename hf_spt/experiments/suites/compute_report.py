@@ -125,13 +125,16 @@ def folder_compute_curves(folder: str | Path) -> list[ComputeCurve]:
     return run_compute_curves(folder)
 
 
-def combined_curves(sources: list[str | Path], replaced: Collection[str] = ()) -> list[ComputeCurve]:
+def combined_curves(sources: list[str | Path], replaced: Collection[str] = (), added: Collection[str] = ()
+                    ) -> list[ComputeCurve]:
     """The curves of several finished folders or `*_compute.json` files, for one report; a configuration's curves
     come from one source (`report_sources.join_by_config`; a configuration in `replaced` from the last source that
-    holds it)."""
+    holds it, one in `added` from every source, as other seeds of one study: same arms, same FLOPs per epoch and
+    pretraining FLOPs)."""
     found = [(source, read_compute_curves(source) if source.suffix == ".json" else folder_compute_curves(source))
              for source in map(Path, sources)]
-    return join_by_config(found, lambda curve: curve.config, replaced)
+    return join_by_config(found, lambda curve: curve.config, replaced, added, seed_of=lambda curve: curve.seed,
+                          settings_of=lambda curve: (curve.arm, curve.pretrain_flops, curve.flops_per_epoch))
 
 
 def _is_scratch(arm: str) -> bool:
