@@ -169,8 +169,8 @@ def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), 
         if unknown:
             raise UserInputError(f"{flag} {','.join(unknown)}: no folder holds such a configuration (they hold "
                                  f"{', '.join(sorted(held))}).")
-    joined = join_by_config(sources, lambda entry: entry[1]["config"], replaced, added,
-                            seed_of=lambda entry: entry[1]["seed"], settings_of=_report_settings)
+    joined = join_by_config(sources, lambda entry: entry[1]["config"], lambda entry: entry[1]["seed"],
+                            _report_settings, replaced, added)
     return [row for kind, row in joined if kind == "row"], [probe for kind, probe in joined if kind == "probe"]
 
 

@@ -133,8 +133,8 @@ def combined_curves(sources: list[str | Path], replaced: Collection[str] = (), a
     pretraining FLOPs)."""
     found = [(source, read_compute_curves(source) if source.suffix == ".json" else folder_compute_curves(source))
              for source in map(Path, sources)]
-    return join_by_config(found, lambda curve: curve.config, replaced, added, seed_of=lambda curve: curve.seed,
-                          settings_of=lambda curve: (curve.arm, curve.pretrain_flops, curve.flops_per_epoch))
+    return join_by_config(found, lambda curve: curve.config, lambda curve: curve.seed,
+                          lambda curve: (curve.arm, curve.pretrain_flops, curve.flops_per_epoch), replaced, added)
 
 
 def _is_scratch(arm: str) -> bool:

@@ -25,21 +25,18 @@ Entry = TypeVar("Entry")
 
 
 def join_by_config(sources: Sequence[tuple[Path, list[Entry]]], config_of: Callable[[Entry], str],
-                   replaced: Collection[str] = (), added: Collection[str] = (),
-                   seed_of: Callable[[Entry], int] | None = None,
-                   settings_of: Callable[[Entry], Hashable] | None = None) -> list[Entry]:
+                   seed_of: Callable[[Entry], int], settings_of: Callable[[Entry], Hashable],
+                   replaced: Collection[str] = (), added: Collection[str] = ()) -> list[Entry]:
     """The entries of every configuration, each from one source (or from the source that holds all of another's,
     or for a configuration in `replaced` from the last source that holds it, or for one in `added` from every
     source, checked by `seed_of` and `settings_of`: see the module's docstring), in the sources' order."""
-    if added and (seed_of is None or settings_of is None):
-        raise ValueError("joining the seeds of `added` configurations needs seed_of and settings_of")
     chosen: dict[str, set[int]] = {}  # configuration -> indices of the sources it is taken from
     for index, (source, entries) in enumerate(sources):
         for config in dict.fromkeys(map(config_of, entries)):
-            mine = [entry for entry in entries if config_of(entry) == config]
             if config not in chosen or config in replaced:
                 chosen[config] = {index}
                 continue
+            mine = [entry for entry in entries if config_of(entry) == config]
             theirs = [entry for other in sorted(chosen[config]) for entry in sources[other][1]
                       if config_of(entry) == config]
             held = ", ".join(str(sources[other][0]) for other in sorted(chosen[config]))
