@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from hf_spt.training.hub_kernels import WITHOUT_HUB_KERNELS
 from hf_spt.models.tokenization_spt import NUM_SPECIAL_TOKENS
 from hf_spt.tasks.common import PIXEL_VALUES
 from hf_spt.tasks.pathfinder import half_labels
@@ -64,7 +65,7 @@ def reference_transformer(num_pixels: int, layers: int, hidden_size: int, positi
     from hf_spt import SptConfig, SptForSequenceClassification
 
     if init_from:
-        model = SptForSequenceClassification.from_pretrained(init_from, num_labels=2, pooling=pooling)
+        model = SptForSequenceClassification.from_pretrained(init_from, num_labels=2, pooling=pooling, **WITHOUT_HUB_KERNELS)
     else:
         config = SptConfig(vocab_size=NUM_SPECIAL_TOKENS + PIXEL_VALUES, max_position_embeddings=num_pixels, num_hidden_layers=layers,
                            hidden_size=hidden_size, num_attention_heads=4, intermediate_size=2 * hidden_size,

@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import tiny_config
 from datasets import Dataset
-from transformers import Trainer, TrainingArguments
+from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
 from hf_spt.models.modeling_spt import SptForMaskedLM
 from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
@@ -128,3 +128,51 @@ def test_a_plain_trainer_pretrains_on_rows_that_still_carry_a_class_label(tmp_pa
     for padding_free in (False, True):
         batch = replace(collator, padding_free=padding_free)(rows[:4])
         assert key not in batch or batch[key].shape == batch["input_ids"].shape  # per-token MLM targets only
+
+
+def _listops_like_rows(tokenizer, rows=32, seed=0):
+    """Rows of 500-2,000 tokens, as a ListOps batch at the release's lengths."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(500, 2000, (rows,), generator=generator).tolist()
+    return [{"input_ids": torch.randint(4, 24, (n,), generator=generator).tolist()} for n in lengths]
+
+
+def test_numpy_padding_gives_the_tokenizers_batches_value_for_value():
+    """The numpy path (`pad_rows`) against transformers' own (`tokenizer.pad` inside the MLM collator): the same ids,
+    masks and labels under the same global seed, so CPU runs are bit-identical to the earlier collator's."""
+    tokenizer = build_word_tokenizer(SYMBOLS)
+    rows = _listops_like_rows(tokenizer)
+    collator = DataCollatorForSpt(tokenizer, mlm_probability=0.1)
+    torch.manual_seed(3)
+    ours = collator(rows)
+    torch.manual_seed(3)
+    reference = DataCollatorForLanguageModeling.torch_call(collator, rows)
+    assert set(ours) == set(reference)
+    for key in reference:
+        assert ours[key].dtype == reference[key].dtype and torch.equal(ours[key], reference[key]), key
+    fixed = [{"input_ids": row["input_ids"], "labels": [-100] * (len(row["input_ids"]) - 1) + [5]} for row in rows]
+    padded = collator(fixed)
+    assert padded["labels"].shape == padded["input_ids"].shape and (padded["labels"] == 5).sum() == len(rows)
+    classification = DataCollatorForClassification(tokenizer)([{**row, "labels": 1} for row in rows])
+    expected = tokenizer.pad({"input_ids": [row["input_ids"] for row in rows]}, return_tensors="pt")
+    assert torch.equal(classification["input_ids"], expected["input_ids"])
+    assert torch.equal(classification["attention_mask"], expected["attention_mask"])
+
+
+def test_a_multiple_of_8_widens_the_batch_but_masks_the_same_tokens():
+    """`pad_to_multiple_of` (8 on an accelerator by default) widens every id tensor with padding only: the real
+    tokens, their masks and labels are those of the unwidened batch under the same seed."""
+    tokenizer = build_word_tokenizer(SYMBOLS)
+    rows = _listops_like_rows(tokenizer, seed=1)
+    torch.manual_seed(5)
+    plain = DataCollatorForSpt(tokenizer, mlm_probability=0.1)(rows)
+    torch.manual_seed(5)
+    widened = DataCollatorForSpt(tokenizer, mlm_probability=0.1, pad_to_multiple_of=8)(rows)
+    width = plain["input_ids"].shape[1]
+    assert widened["input_ids"].shape[1] % 8 == 0 and width <= widened["input_ids"].shape[1] < width + 8
+    for key, pad in (("input_ids", tokenizer.pad_token_id), ("attention_mask", 0), ("labels", -100)):
+        assert torch.equal(widened[key][:, :width], plain[key])
+        assert (widened[key][:, width:] == pad).all()
+    pairs = DataCollatorForClassification(tokenizer, pad_to_multiple_of=8)(
+        [{"input_ids": row["input_ids"], "pair_input_ids": row["input_ids"][:7], "labels": 0} for row in rows])
+    assert pairs["input_ids"].shape[1] % 8 == 0 and pairs["pair_input_ids"].shape == (len(rows), 8)

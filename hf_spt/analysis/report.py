@@ -20,6 +20,7 @@ from transformers import AutoConfig
 
 from ..training.checkpoints import check_weights_readable, resolve_model_folder
 from ..training.collators import DataCollatorForClassification, DataCollatorForSpt
+from ..training.hub_kernels import WITHOUT_HUB_KERNELS
 from ..models.modeling_spt import SptForMaskedLM, SptForSequenceClassification
 from ..tasks import Task
 from .attention_maps import plot_attention_maps, plot_proximity_profiles, summarize_attention
@@ -60,7 +61,7 @@ def load_for_analysis(folder: Path) -> SptForMaskedLM | SptForSequenceClassifica
     config = AutoConfig.from_pretrained(folder)
     is_mlm = "SptForMaskedLM" in (config.architectures or [])
     model_class = SptForMaskedLM if is_mlm else SptForSequenceClassification
-    return model_class.from_pretrained(folder, attn_implementation="eager").eval()
+    return model_class.from_pretrained(folder, attn_implementation="eager", **WITHOUT_HUB_KERNELS).eval()
 
 
 def _proximity_section(names, summaries, near, folder: Path) -> tuple[dict, list[str]]:

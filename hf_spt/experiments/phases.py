@@ -172,7 +172,7 @@ def _run_pretrain(phase: PlannedPhase) -> dict[str, Any]:
     task, args, folder, settings = phase.task, phase.args, phase.folder, phase.settings
     with _recorded(folder, phase.definition):
         set_seed(args.seed)
-        model = pretraining_model(phase.config, settings.objective, phase.init_from)
+        model = pretraining_model(phase.config, settings.objective, phase.init_from, args.use_hub_kernels)
         trainer = PretrainTrainer(
             model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
             data_collator=pretraining_collator(task.tokenizer, settings.objective),
@@ -197,9 +197,9 @@ def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
         set_seed(args.seed)
         loaded = None  # hybrid init: the keys taken from init_from, by part and layer
         if init_parts is None:
-            model = classification_model(phase.config, init_from)
+            model = classification_model(phase.config, init_from, args.use_hub_kernels)
         else:
-            model = classification_model(phase.config)
+            model = classification_model(phase.config, use_hub_kernels=args.use_hub_kernels)
             loaded = load_partial_weights(model, init_from, init_parts).loaded_by_part(init_parts)
         if phase.freeze_parts is not None:
             freeze_model_parts(model, phase.freeze_parts)

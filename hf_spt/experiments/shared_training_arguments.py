@@ -89,6 +89,16 @@ class SharedTrainingArguments(TrainingArguments):
     padding_free: bool = _setting(
         False, "Both phases: pack each batch's rows without padding (flash attention's varlen kernel); needs "
         "--attn_implementation flash_attention_2 on a GPU and an SPT model, else a clear error.")
+    use_hub_kernels: bool = _setting(
+        False, "Both phases, every arm: let transformers swap layers (GELU, ...) for kernels downloaded from the Hub "
+        "(the `kernels` package); recorded in each phase's definition. Default: every model keeps its own layers and "
+        "nothing is fetched (transformers >= 5.25 would otherwise turn them on for loaded models only).")
+    pad_to_multiple_of: int | None = _setting(
+        None, "Both phases: pad each batch's width up to a multiple of this (default: 8 on an accelerator, where "
+        "aligned shapes keep the fast kernels; none on a CPU, where it would only add padding).", range=POSITIVE_INT)
+    logging_nan_inf_filter: bool = _setting(
+        False, "Skip NaN/inf losses in the logged training loss (changed default: off, as checking costs a host "
+        "sync every step on a GPU; the loss trained on is the same either way).")
 
     def __post_init__(self):
         """No transformers validation here (the phases' arguments run it: `phase_arguments.check_trainer_settings`

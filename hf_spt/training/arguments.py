@@ -12,6 +12,24 @@ from dataclasses import dataclass, field
 from transformers import TrainingArguments
 
 
+def use_hub_kernels_field() -> bool:
+    """The `use_hub_kernels` field of both phases (`training.hub_kernels`: what loading does without it)."""
+    return field(
+        default=False,
+        metadata={"help": "Let transformers swap layers (GELU, ...) for kernels from the Hub (`kernels` package) in "
+                  "every arm; off: every model keeps its own layers, loaded or built, and nothing is fetched."},
+    )
+
+
+def pad_to_multiple_of_field() -> int | None:
+    """The `pad_to_multiple_of` field of both phases."""
+    return field(
+        default=None,
+        metadata={"help": "Pad each batch's width up to a multiple of this (8: shapes GPU kernels prefer; the same "
+                  "tokens are masked whatever the multiple). None: the longest row's width."},
+    )
+
+
 class SecretFreePickle:
     """Mixin: a pickled copy (the Trainer's `training_args.bin` in every checkpoint and saved model) holds
     `<HUB_TOKEN>` where the object holds the token, as transformers' `to_dict` does for JSON; the object in memory
@@ -72,6 +90,8 @@ class PretrainArguments(SecretFreePickle, TrainingArguments):
         metadata={"help": "Pack each batch's rows end to end without padding (flash attention's varlen kernel): "
                   "needs attn_implementation=flash_attention_2 (or another flash kernel), an SPT model and a GPU."},
     )
+    use_hub_kernels: bool = use_hub_kernels_field()
+    pad_to_multiple_of: int | None = pad_to_multiple_of_field()
 
 
 @dataclass
@@ -103,6 +123,8 @@ class FinetuneArguments(SecretFreePickle, TrainingArguments):
         metadata={"help": "Pack each batch's rows end to end without padding (flash attention's varlen kernel): "
                   "needs attn_implementation=flash_attention_2 (or another flash kernel), an SPT model and a GPU."},
     )
+    use_hub_kernels: bool = use_hub_kernels_field()
+    pad_to_multiple_of: int | None = pad_to_multiple_of_field()
 
 
-__all__ = ["SecretFreePickle", "PretrainArguments", "FinetuneArguments"]
+__all__ = ["use_hub_kernels_field", "pad_to_multiple_of_field", "SecretFreePickle", "PretrainArguments", "FinetuneArguments"]

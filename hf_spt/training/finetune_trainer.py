@@ -66,7 +66,7 @@ class FinetuneTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         if data_collator is None:
             if processing_class is None:
                 raise ValueError("FinetuneTrainer needs the tokenizer (processing_class) or a data_collator.")
-            data_collator = DataCollatorForClassification(processing_class, padding_free=args.padding_free)
+            data_collator = DataCollatorForClassification(processing_class, args.pad_to_multiple_of, args.padding_free)
         super().__init__(
             model=model,
             args=args,

@@ -30,6 +30,7 @@ from ..errors import UserInputError
 from ..models.backbone_classifier import BackboneClassifierConfig, BackboneForSequenceClassification
 from .checkpoints import resolve_model
 from ..models.configuration_spt import SptConfig
+from .hub_kernels import WITHOUT_HUB_KERNELS, set_hub_kernels
 from ..models.modeling_spt import SptForMaskedLM, SptForSequenceClassification
 
 PRETRAIN_OBJECTIVES = ("masked", "causal")
@@ -44,9 +45,17 @@ def is_decoder_only(config: PreTrainedConfig) -> bool:
 
 
 def pretraining_model(
-    config: SptConfig | BackboneClassifierConfig, objective: str, init_from: str | Path | None = None
+    config: SptConfig | BackboneClassifierConfig, objective: str, init_from: str | Path | None = None,
+    use_hub_kernels: bool = False,
 ) -> PreTrainedModel:
-    """The SPT-phase model: masked-LM or causal-LM head on the run's architecture, random or from `init_from`."""
+    """The SPT-phase model: masked-LM or causal-LM head on the run's architecture, random or from `init_from`; with
+    transformers' Hub kernels only when `use_hub_kernels` (`training.hub_kernels`)."""
+    return set_hub_kernels(_pretraining_model(config, objective, init_from), use_hub_kernels)
+
+
+def _pretraining_model(
+    config: SptConfig | BackboneClassifierConfig, objective: str, init_from: str | Path | None
+) -> PreTrainedModel:
     if objective not in PRETRAIN_OBJECTIVES:
         raise UserInputError(f"Unknown --pretrain_objective {objective!r}; choose one of {', '.join(PRETRAIN_OBJECTIVES)}.")
     if isinstance(config, SptConfig):
@@ -55,7 +64,9 @@ def pretraining_model(
                 "--pretrain_objective causal needs a decoder architecture (e.g. --model_type gpt2 --from_scratch): the "
                 "SPT encoder attends both ways, so next-token prediction would see the answer."
             )
-        return SptForMaskedLM(config) if init_from is None else SptForMaskedLM.from_pretrained(resolve_model(init_from))
+        if init_from is None:
+            return SptForMaskedLM(config)
+        return SptForMaskedLM.from_pretrained(resolve_model(init_from), **WITHOUT_HUB_KERNELS)
     backbone = config.backbone
     auto, mapping = (AutoModelForCausalLM, MODEL_FOR_CAUSAL_LM_MAPPING) if objective == "causal" else (
         AutoModelForMaskedLM, MODEL_FOR_MASKED_LM_MAPPING)
@@ -64,14 +75,20 @@ def pretraining_model(
         raise UserInputError(f"{backbone.model_type} has no {objective}-LM head in transformers: use --pretrain_objective {other}.")
     if init_from is None:
         return auto.from_config(backbone, attn_implementation=backbone._attn_implementation)
-    return auto.from_pretrained(resolve_model(init_from), attn_implementation=backbone._attn_implementation)
+    return auto.from_pretrained(resolve_model(init_from), attn_implementation=backbone._attn_implementation,
+                                **WITHOUT_HUB_KERNELS)
 
 
 def classification_model(
-    config: SptConfig | BackboneClassifierConfig, init_from: str | Path | None = None
+    config: SptConfig | BackboneClassifierConfig, init_from: str | Path | None = None, use_hub_kernels: bool = False
 ) -> PreTrainedModel:
     """The fine-tuning model: the run's head on a random backbone, or on `init_from`'s (SPT or pretrained) weights;
-    an SPT checkpoint loaded into an SPT run trains with the run's dropout (`DROPOUT_FIELDS`)."""
+    an SPT checkpoint loaded into an SPT run trains with the run's dropout (`DROPOUT_FIELDS`); with transformers'
+    Hub kernels only when `use_hub_kernels` (`training.hub_kernels`)."""
+    return set_hub_kernels(_classification_model(config, init_from), use_hub_kernels)
+
+
+def _classification_model(config: SptConfig | BackboneClassifierConfig, init_from: str | Path | None) -> PreTrainedModel:
     if init_from is None:
         if isinstance(config, SptConfig):
             return SptForSequenceClassification(config)
@@ -84,10 +101,11 @@ def classification_model(
         if isinstance(config, SptConfig):  # the run's dropout, not the checkpoint's: set before the modules are built
             heads.update({name: getattr(config, name) for name in DROPOUT_FIELDS})
         attention = config._attn_implementation if isinstance(config, SptConfig) else config.backbone._attn_implementation
-        return SptForSequenceClassification.from_pretrained(source, attn_implementation=attention, **heads)
+        return SptForSequenceClassification.from_pretrained(source, attn_implementation=attention, **heads,
+                                                            **WITHOUT_HUB_KERNELS)
     attention = config.backbone._attn_implementation if isinstance(config, BackboneClassifierConfig) else "sdpa"
     model = BackboneForSequenceClassification(BackboneClassifierConfig(backbone=source_config, **heads))
-    model.load_backbone(AutoModel.from_pretrained(source, attn_implementation=attention))
+    model.load_backbone(AutoModel.from_pretrained(source, attn_implementation=attention, **WITHOUT_HUB_KERNELS))
     return model
 
 

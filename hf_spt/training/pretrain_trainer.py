@@ -113,6 +113,7 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
                 mask_replace_prob=args.mask_replace_prob,
                 random_replace_prob=args.random_replace_prob,
                 padding_free=args.padding_free,
+                pad_to_multiple_of=args.pad_to_multiple_of,
             )
         if isinstance(data_collator, DataCollatorForSpt) and data_collator.mlm:
             if eval_dataset is not None:
