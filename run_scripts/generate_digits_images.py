@@ -6,6 +6,10 @@
 The pictures are the `digits` task's (intensities scaled to 0-255, upsampled bilinearly above 8x8):
 `train/<digit>/<index>.png` holds its training pool and validation pictures (the image task carves its own
 validation split from them), `test/<digit>/<index>.png` its test pictures. See docs/tasks.md.
+
+`--output_dir` is checked as a run's is (an empty name, a file, a folder that cannot be written: one line, exit
+status 2), and the export writes only into a new or empty folder or a previous export of the same `--image_size`
+(`hf_spt.runs.export_folder`), so it never overwrites a file it did not write.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from dataclasses import dataclass, field
 from transformers import HfArgumentParser
 
 from hf_spt.experiments.exit_status import run_cli
-from hf_spt.tasks.digits import write_digits_image_folder
+from hf_spt.runs.export_folder import claim_export_folder
+from hf_spt.tasks.digits import check_image_size, write_digits_image_folder
 
 
 @dataclass
@@ -25,7 +30,9 @@ class DigitsImageArguments:
 
 
 def main(args: DigitsImageArguments) -> None:
-    root = write_digits_image_folder(args.output_dir, args.image_size)
+    check_image_size(args.image_size)
+    root = claim_export_folder(args.output_dir, {"export": "digits images", "image_size": args.image_size})
+    write_digits_image_folder(root, args.image_size)
     print(f"Wrote the digits at {args.image_size}x{args.image_size} under {root}")
 
 

@@ -1,5 +1,9 @@
 """What makes a run folder trustworthy after a kill, a crash or a second run started into it.
 
+- A folder that can be written: `check_writable_folder` refuses, in one line naming the flag, an empty name (the
+  current folder), a file, a path under a file and a folder a write fails in, before anything is written; every
+  writer of the package checks its output folder with it (a run, the digits exporter, the analysis, the
+  compute report).
 - One run per folder: `hold_output_dir` takes an exclusive `filelock` on `<folder>/.hf_spt.lock`
   and writes who holds it (pid, host, command, start time) next to it; a second run fails at
   once with `OutputDirBusyError`, naming the folder and the holder. Only the launching process
@@ -71,24 +75,40 @@ def check_plain_name(name: Any, what: str) -> str:
     return name
 
 
-def check_output_folder(folder: str | Path | None) -> Path:
-    """`folder` as a Path unless it is empty (which would write into the current folder) or a file; whether it can
-    be written is found by writing (`hold_output_dir`)."""
+def _nearest_existing(path: Path) -> Path:
+    """`path` if it exists, else the nearest of its parents that does (the current folder for a relative path)."""
+    return next((parent for parent in (path, *path.parents) if parent.exists()), Path("."))
+
+
+def check_output_folder(folder: str | Path | None, flag: str = "--output_dir") -> Path:
+    """`folder` as a Path unless it is empty (which would write into the current folder), a file, or under a file;
+    `flag` is the option that named it, for the message. Writes nothing (`check_writable_folder` tries a write)."""
     if folder is None or not str(folder).strip():
-        raise UserInputError("--output_dir is empty: name the folder the run writes into (an empty name would write "
-                             "into the current folder).")
+        raise UserInputError(f"{flag} is empty: name the folder to write into (an empty name would write into the "
+                             "current folder).")
     path = Path(folder)
     if path.exists() and not path.is_dir():
-        raise UserInputError(f"--output_dir {folder} is a file, not a folder: pass a folder (new or a run's).")
-    existing = next((parent for parent in (path, *path.parents) if parent.exists()), Path("."))
+        raise UserInputError(f"{flag} {folder} is a file, not a folder: pass a folder (new or one this command "
+                             "wrote).")
+    existing = _nearest_existing(path)
     if not existing.is_dir():
-        raise UserInputError(f"--output_dir {folder}: {existing} is a file, so the folder cannot be made there.")
+        raise UserInputError(f"{flag} {folder}: {existing} is a file, so the folder cannot be made there.")
     return path
 
 
-def _unwritable(folder: Path, error: OSError) -> UserInputError:
-    return UserInputError(f"--output_dir {folder} cannot be written ({error.strerror or error}); pass a folder you "
-                          "can write into.")
+def check_writable_folder(folder: str | Path | None, flag: str = "--output_dir") -> Path:
+    """`check_output_folder`, then a file created and removed in `folder` (or, when it does not exist yet, in the
+    nearest folder above it, where it would be made): root passes every permission check, so only a write tells
+    whether a read-only file system or a folder like /proc refuses it. Leaves nothing behind."""
+    path = check_output_folder(folder, flag)
+    probe = _nearest_existing(path) / f".hf_spt.write_probe.{os.getpid()}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError as error:
+        raise UserInputError(f"{flag} {folder} cannot be written ({error.strerror or error}); pass a folder you "
+                             "can write into.") from None
+    return path
 
 
 def _holder_text(folder: Path) -> str:
@@ -104,16 +124,10 @@ def hold_output_dir(folder: str | Path) -> Iterator[Path]:
     """Hold the exclusive lock of `folder` for the block; fail at once if it is taken.
 
     A folder this call created is removed again if the block wrote nothing into it."""
-    folder = check_output_folder(folder)
+    folder = check_writable_folder(folder)
     created = not folder.exists()
     lock = FileLock(folder / LOCK_NAME)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".hf_spt.write_probe.{os.getpid()}"  # root passes every access check; a write tells
-        probe.touch()
-        probe.unlink()
-    except OSError as error:
-        raise _unwritable(folder, error) from None
+    folder.mkdir(parents=True, exist_ok=True)
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -283,6 +297,6 @@ class ElapsedTime(TrainerCallback, ExportableState):
         return cls(float(state.get("attributes", {}).get("earlier_seconds", 0.0)))
 
 
-__all__ = ["PLAIN_NAME", "check_plain_name", "check_output_folder", "remove_stale_temporaries", "PHASE_RESULT_NAME", "LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",
+__all__ = ["PLAIN_NAME", "check_plain_name", "check_output_folder", "check_writable_folder", "remove_stale_temporaries", "PHASE_RESULT_NAME", "LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",
            "locks_output_dir", "write_text", "write_json", "read_json", "is_complete_checkpoint", "resume_checkpoint",
            "ElapsedTime"]

@@ -89,13 +89,18 @@ def training_subset(pool: np.ndarray, labels: np.ndarray, num_train: int | None,
     return np.sort(pool[stratified_order(labels[pool], np.random.default_rng(seed))[:num_train]])
 
 
+def check_image_size(image_size: int) -> None:
+    """Refuse a side under the native 8 pixels (or not an int), before anything is read or written."""
+    if not isinstance(image_size, int) or isinstance(image_size, bool) or image_size < NATIVE_SIZE:
+        raise UserInputError(f"digits: image_size is the pictures' side in pixels, {NATIVE_SIZE} (native) or more "
+                             f"(16, 24, 32 upsampled), got {image_size!r}.")
+
+
 def digits_pictures(image_size: int, num_validation: int, num_test: int,
                     split_seed: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """What the task and the image folder both show: every picture as (image_size, image_size) grayscale pixels
     (`digit_pixels`), the labels, and the fixed split indices (`digits_splits`: the training pool whole)."""
-    if not isinstance(image_size, int) or isinstance(image_size, bool) or image_size < NATIVE_SIZE:
-        raise UserInputError(f"digits: image_size is the pictures' side in pixels, {NATIVE_SIZE} (native) or more "
-                             f"(16, 24, 32 upsampled), got {image_size!r}.")
+    check_image_size(image_size)
     pictures, labels = digits_arrays()
     splits = digits_splits(labels, num_validation, num_test, split_seed)
     return digit_pixels(pictures, image_size), labels, splits
@@ -157,5 +162,5 @@ def write_digits_image_folder(root: str | Path, image_size: int = 16, num_valida
     return root
 
 
-__all__ = ["NATIVE_SIZE", "digits_arrays", "digit_pixels", "digits_splits", "digits_pictures", "training_subset", "load_digits_task",
+__all__ = ["NATIVE_SIZE", "digits_arrays", "digit_pixels", "digits_splits", "check_image_size", "digits_pictures", "training_subset", "load_digits_task",
            "write_digits_image_folder"]

@@ -11,6 +11,9 @@ together anyway. An unreadable `results.json`/`grid.json` or weight file is a us
 the file. An ablation folder (`run_ablation.py`'s, with its `grid.json`) gives the cells
 of one grid task and seed (`--task KEY`, `--seed S`: needed when the grid has several), one model
 per arm, on that task's data. Without `--run`, `--model` folders and the data flags say everything.
+The report's folder (`--output_dir`, by default RUN/analysis) is checked as a run's output folder is before any
+data or model is read, so a run folder that cannot be written is refused in one line: `--output_dir` elsewhere
+analyses it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from ...analysis.report import ReportOptions, analyse_models
 from ...errors import MissingInputError, UserInputError
+from ...runs.folder import check_writable_folder
 from ...runs.phase_definition import definition_digest, read_definition
 from ..arguments import DataArguments
 from ..pipeline import prepare_task
@@ -146,8 +150,9 @@ def analyse(data_args: DataArguments, args: AnalysisArguments, given: set[str] |
         models = own
     if not models:
         raise UserInputError("Nothing to analyse: pass --run RUN_DIR (a run_spt.py output folder) or --model FOLDER...")
+    folder = writable_report_folder(args)
     options = ReportOptions(**{f.name: getattr(args, f.name) for f in fields(ReportOptions)})
-    return analyse_models(prepare_task(data_args, options.seed), models, report_folder(args), options)
+    return analyse_models(prepare_task(data_args, options.seed), models, folder, options)
 
 
 def report_folder(args: AnalysisArguments) -> Path:
@@ -157,4 +162,15 @@ def report_folder(args: AnalysisArguments) -> Path:
     return Path(args.run) / RUN_ANALYSIS_DIR if args.run is not None else Path(RUN_ANALYSIS_DIR)
 
 
-__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "run_models", "grid_cells", "one_run_problems", "check_one_run", "analyse", "report_folder"]
+def writable_report_folder(args: AnalysisArguments) -> Path:
+    """`report_folder`, checked as a run's output folder is (`check_writable_folder`: not empty, not a file, can be
+    written) before any data or model is read; the default inside a read-only run is refused with the flag that
+    moves the report elsewhere."""
+    if args.output_dir is not None:
+        return check_writable_folder(args.output_dir)
+    default = f"{'RUN' if args.run is not None else '.'}/{RUN_ANALYSIS_DIR}"
+    return check_writable_folder(report_folder(args), f"--output_dir (by default {default})")
+
+
+__all__ = ["AnalysisArguments", "RUN_MODEL_FOLDERS", "run_models", "grid_cells", "one_run_problems", "check_one_run", "analyse", "report_folder",
+           "writable_report_folder"]

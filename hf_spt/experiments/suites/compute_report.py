@@ -37,6 +37,8 @@ from .run_records import read_record, recorded_settings, run_record
 from .grid import GRID_RECORD_NAME, Grid, cells, parse_grid, pretrain_job
 
 CONFIG_NAME = "config.json"
+SOURCES_FLAG = "--runs"
+"""The flag that names the finished runs read (`run_compute_curves.py`'s), for the messages about them."""
 
 
 def _config(folder: Path) -> SimpleNamespace:
@@ -95,7 +97,7 @@ def run_compute_curves(run: str | Path) -> list[ComputeCurve]:
     """One curve per finished arm of a `run_spt.py` output folder, on the task settings its `results.json` records.
     An arm that started from weights other than the run's own pretraining is left out (its compute is unknown)."""
     run = Path(run)
-    record = run_record(run)
+    record = run_record(run, SOURCES_FLAG, instead=None)
     data, seed = recorded_settings(record, DataArguments(), 0, set())
     task = prepare_task(data, seed)
     lengths = input_lengths(task.dataset["train"])
@@ -119,7 +121,8 @@ def folder_compute_curves(folder: str | Path) -> list[ComputeCurve]:
     """The curves of a finished study or ablation folder (its `grid.json`) or of a `run_spt.py` output folder."""
     folder = Path(folder)
     if (folder / GRID_RECORD_NAME).is_file():
-        grid = parse_grid(read_record(folder / GRID_RECORD_NAME), str(folder / GRID_RECORD_NAME))
+        record = folder / GRID_RECORD_NAME
+        grid = parse_grid(read_record(record, SOURCES_FLAG, instead=None), str(record))
         grid.output_dir = str(folder)  # the folder may have moved since the grid ran
         return grid_compute_curves(grid)
     return run_compute_curves(folder)
@@ -228,5 +231,5 @@ def read_compute_curves(path: str | Path) -> list[ComputeCurve]:
     return [ComputeCurve.from_dict(entry) for entry in data]
 
 
-__all__ = ["pretraining_flops", "phase_curve", "grid_compute_curves", "run_compute_curves",
+__all__ = ["SOURCES_FLAG", "pretraining_flops", "phase_curve", "grid_compute_curves", "run_compute_curves",
            "folder_compute_curves", "combined_curves", "by_config", "compute_markdown", "plot_compute", "write_compute_report", "read_compute_curves"]

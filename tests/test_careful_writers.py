@@ -1,0 +1,153 @@
+"""Every writer as careful as a run (issue 40): the digits exporter, the analysis and the compute report refuse an
+output folder a run would refuse (an empty name, a file, a path under a file, a folder that cannot be written) in
+one line with exit status 2, the exporter never overwrites a file it did not write, and messages name the flag the
+user typed and the folder read. One table drives the refusals; each is checked to change no file (the folders
+are hashed before and after).
+
+Read-only folders: the tests run as root, which writes through any permission bits, so `chmod` proves nothing.
+`READ_ONLY` is a real one (/proc refuses root too); `read_only` simulates a read-only file system over a folder
+by making `os.open` fail with EROFS for any write under it, which is how `check_writable_folder` tries its write.
+A writer that skipped the check would write with Python's `open` or PIL, which the simulation does not stop: its
+files would change the folder's hash and fail the test.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+from hf_spt.experiments.exit_status import USER_ERROR_STATUS
+from hf_spt.experiments.pipeline import run_experiment
+from hf_spt.runs.export_folder import EXPORT_MARKER_NAME
+from hf_spt.tasks import load_task
+from tiny_backbone_runs import tiny_arguments
+
+ROOT = Path(__file__).resolve().parents[1]
+READ_ONLY = "/proc/hf_spt_output"  # under a folder no process can create files in, root included
+USER_FILES = {"train/0/0000.png": b"the user's own picture", "notes.txt": b"the user's notes"}
+
+
+def run_script(name: str, argv: list[str], monkeypatch) -> int:
+    """The exit status of `run_scripts/<name>.py argv` run as its command line runs it (its `__main__` block), in
+    this process so that the simulated read-only folder holds."""
+    path = ROOT / "run_scripts" / f"{name}.py"
+    monkeypatch.setattr(sys, "argv", [str(path), *argv])
+    try:
+        runpy.run_path(str(path), run_name="__main__")
+    except SystemExit as stop:
+        return stop.code
+    return 0
+
+
+def tree_digest(*folders: Path) -> str:
+    """A digest of every folder and file under `folders`: names and bytes."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            digest.update(str(path.relative_to(folder)).encode() + b"\0")
+            if path.is_file():
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def write_user_files(folder: Path) -> Path:
+    for name, content in USER_FILES.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(content)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    """A finished tiny run_spt.py run (--mode scratch, one epoch): what the analysis and the compute report read."""
+    folder = tmp_path_factory.mktemp("finished") / "run"
+    run_experiment(*tiny_arguments(folder, mode="scratch"))
+    return folder
+
+
+@pytest.fixture
+def read_only(monkeypatch, finished_run, tmp_path) -> Path:
+    """A folder of user files, and the finished run, on a simulated read-only file system (module docstring)."""
+    folder = write_user_files(tmp_path / "read_only")
+    real_open = os.open
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+
+    def refusing_open(path, flags, *args, **kwargs):
+        if flags & write_flags and any(Path(path).absolute().is_relative_to(root) for root in (folder, finished_run)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    return folder
+
+
+ANALYSIS_OPTIONS = ["--num_examples", "4", "--probe_batch_size", "4", "--frequency_buckets", "2"]
+
+REFUSALS = [  # (script, argv: {user} a folder of the user's files, {file} a file, {run} the finished run; words)
+    ("generate_digits_images", ["--output_dir", "{user}", "--image_size", "8"],
+     "--output_dir {user} holds files this command did not write"),
+    ("generate_digits_images", ["--output_dir", ""], "--output_dir is empty"),
+    ("generate_digits_images", ["--output_dir", "{file}"], "--output_dir {file} is a file, not a folder"),
+    ("generate_digits_images", ["--output_dir", "{file}/digits"], "is a file, so the folder cannot be made there"),
+    ("generate_digits_images", ["--output_dir", "{read_only}"], "--output_dir {read_only} cannot be written"),
+    ("generate_digits_images", ["--output_dir", "{read_only}/digits"], "cannot be written (Read-only file system)"),
+    ("generate_digits_images", ["--output_dir", READ_ONLY], f"--output_dir {READ_ONLY} cannot be written"),
+    ("run_analysis", ["--run", "{run}", *ANALYSIS_OPTIONS], "--output_dir (by default RUN/analysis) {run}/analysis "
+     "cannot be written"),
+    ("run_analysis", ["--run", "{run}", "--output_dir", "", *ANALYSIS_OPTIONS], "--output_dir is empty"),
+    ("run_analysis", ["--run", "{run}", "--output_dir", "{file}", *ANALYSIS_OPTIONS], "is a file, not a folder"),
+    ("run_analysis", ["--run", "{run}", "--output_dir", READ_ONLY, *ANALYSIS_OPTIONS], "cannot be written"),
+    ("run_compute_curves", ["--runs", "{user}/missing"], "--runs {user}/missing: no such folder or file"),
+    ("run_compute_curves", ["--runs", ","], "--runs ',' names no folder or file"),
+    ("run_compute_curves", ["--runs", "{user}"], "--runs {user}: no results.json or grid.json there; --runs takes"),
+    ("run_compute_curves", ["--runs", "{run}", "--output_dir", ""], "--output_dir is empty"),
+    ("run_compute_curves", ["--runs", "{run}"], "--output_dir (by default the folder of --runs) {run} cannot be "
+     "written"),
+]
+
+
+@pytest.mark.parametrize("name, argv, words", REFUSALS, ids=[f"{name} {' '.join(argv)}" for name, argv, _ in REFUSALS])
+def test_a_folder_a_run_would_refuse_is_one_line_exit_2_and_no_file_changes(name, argv, words, tmp_path, finished_run,
+                                                                              read_only, monkeypatch, capsys):
+    places = {"user": write_user_files(tmp_path / "user"), "file": tmp_path / "user" / "notes.txt",
+              "run": finished_run, "read_only": read_only}
+    before = tree_digest(tmp_path, finished_run)
+    status = run_script(name, [arg.format(**places) for arg in argv], monkeypatch)
+    err = capsys.readouterr().err
+    assert status == USER_ERROR_STATUS and err.startswith("error: ") and err.count("\n") == 1, err
+    assert words.format(**places) in err, err
+    assert tree_digest(tmp_path, finished_run) == before
+
+
+def test_a_read_only_run_is_analysed_into_another_folder(tmp_path, finished_run, read_only, monkeypatch):
+    before = tree_digest(finished_run)
+    status = run_script("run_analysis", ["--run", str(finished_run), "--output_dir", str(tmp_path / "report"),
+                                         *ANALYSIS_OPTIONS], monkeypatch)
+    assert status == 0 and json.loads((tmp_path / "report" / "report.json").read_text())["task"] == "markov"
+    assert tree_digest(finished_run) == before
+
+
+def test_the_exporter_completes_its_own_export_and_refuses_another_size(tmp_path, monkeypatch, capsys):
+    """A fresh folder gets the pictures and the marker (which the image task's reader skips); the same command again
+    rewrites the same bytes; another --image_size into it is refused, its export unchanged."""
+    folder = tmp_path / "digits8"
+    assert run_script("generate_digits_images", ["--output_dir", str(folder), "--image_size", "8"], monkeypatch) == 0
+    assert json.loads((folder / EXPORT_MARKER_NAME).read_text()) == {"export": "digits images", "image_size": 8}
+    image = load_task("image", data_dir=str(folder), image_size=8, cache_dir=str(tmp_path / "cache"))
+    assert sum(map(len, image.dataset.values())) == len(list(folder.rglob("*.png"))) == 1797
+    exported = tree_digest(folder)
+    assert run_script("generate_digits_images", ["--output_dir", str(folder), "--image_size", "8"], monkeypatch) == 0
+    assert tree_digest(folder) == exported
+    capsys.readouterr()
+    status = run_script("generate_digits_images", ["--output_dir", str(folder), "--image_size", "16"], monkeypatch)
+    err = capsys.readouterr().err
+    assert status == USER_ERROR_STATUS and err.count("\n") == 1, err
+    assert f"--output_dir {folder} holds an export of other settings (image_size: 8 -> 16" in err, err
+    assert tree_digest(folder) == exported
