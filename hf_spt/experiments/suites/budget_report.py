@@ -18,6 +18,7 @@ from typing import Any
 from ...analysis.plotting import saved_figure
 from ...errors import UserInputError
 from ...runs.folder import read_json, write_json, write_text
+from .paired_seeds import PAIRED_NOTE, STD_NOTE, paired_table
 from .report_sources import join_by_config
 from .seed_tables import mean_std_cell, one_decimal
 
@@ -71,15 +72,40 @@ def _other_budget_arms(entry: dict[str, Any]) -> list[str]:
                    if isinstance(budget[arm], dict) and arm not in ("spt", "scratch_compute_matched")})
 
 
-def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]]) -> str:
+def _paired_lines(comparisons: list[dict[str, Any]], pooled: list[dict[str, Any]]) -> list[str]:
+    """A configuration's paired table (`paired_seeds`): one row per arm with pretrained weights and control, then
+    SPT pooled over the configuration's budgets."""
+    rows = [([f"{c['pretrain_epochs']:g}", c["arm"], c["control"]], c["difference"]) for c in comparisons]
+    rows += [(["all", "spt", p["control"]], p["difference"]) for p in pooled]
+    return ["", f"{PAIRED_NOTE} \"all\": every budget's pairs pooled (not independent: see the end).", "",
+            *paired_table(["SPT epochs", "arm", "control"], rows)]
+
+
+def _pooled_study_lines(pooled: list[dict[str, Any]]) -> list[str]:
+    """SPT pooled over each study's configurations, and why pooled intervals are optimistic."""
+    if not pooled:
+        return []
+    rows = [([p["scope"], ", ".join(p["configs"]), p["control"]], p["difference"]) for p in pooled]
+    return ["## Pooled over a study's configurations", "",
+            "SPT minus each control, every budget's and configuration's seed pairs of one study as one sample. Pairs of "
+            "one seed share its data split (and, against plain scratch, one scratch run serves every budget), so "
+            "they are not independent and a pooled interval is narrower than independent pairs would make it.", "",
+            *paired_table(["study", "configurations", "control"], rows), ""]
+
+
+def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]],
+                   evidence: dict[str, list[dict[str, Any]]]) -> str:
     """One table per configuration: a row per pretraining budget with both controls and the gains, the
-    checkpoint's losses and proximity; then scratch and the control arms."""
+    checkpoint's losses and proximity; then scratch and the control arms; then SPT's differences paired by seed
+    (`evidence`: `budget_study.study_evidence`'s); last, the pools over a study's configurations."""
     lines = []
+    scopes = set(summary)
     for config, entry in summary.items():
         probes = _checkpoint_means(checkpoints, config)
         extra = _other_budget_arms(entry)
-        lines += [f"## {config}", "", "Test accuracy (%), mean ± std (seeds); gains in points, from seed means; MLM and "
-                  "unigram loss on masked validation tokens; near-2 ratio per layer (1 = no preference for neighbours).",
+        lines += [f"## {config}", "", f"Test accuracy (%), mean ± std (seeds; {STD_NOTE}); gains in points, from seed "
+                  "means (the paired table below says which are resolved); MLM and unigram loss on masked validation "
+                  "tokens; near-2 ratio per layer (1 = no preference for neighbours).",
                   "", "| SPT epochs | pretraining tokens | SPT | scratch, compute-matched | gain vs scratch | gain vs "
                   "compute-matched | MLM loss / unigram | near-2 ratio by layer |" + "".join(f" {a} |" for a in extra),
                   "|---|---|---|---|---|---|---|---|" + "---|" * len(extra)]
@@ -93,7 +119,11 @@ def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[st
                          + "".join(f" {_pct(budget.get(a))} |" for a in extra))
         lines += ["", "| arm (no pretraining) | test accuracy |", "|---|---|", f"| scratch | {_pct(entry['scratch'])} |"]
         lines += [f"| {arm} | {_pct(stats)} |" for arm, stats in entry["controls"].items()]
+        comparisons = [c for c in evidence["paired"] if c["config"] == config]
+        if comparisons:
+            lines += _paired_lines(comparisons, [p for p in evidence["pooled"] if p["scope"] == config])
         lines.append("")
+    lines += _pooled_study_lines([p for p in evidence["pooled"] if p["scope"] not in scopes])
     return "\n".join(lines)
 
 
@@ -140,11 +170,12 @@ def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, A
 
 
 def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], summary: dict[str, Any],
-                       output_dir: Path) -> None:
-    """Write the rows, checkpoint probes, table and figure into `output_dir`."""
+                       evidence: dict[str, list[dict[str, Any]]], output_dir: Path) -> None:
+    """Write the rows, checkpoint probes, tables (with `evidence`, `budget_study.study_evidence`'s) and figure
+    into `output_dir`."""
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
-    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints))
+    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints, evidence))
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME)
 
