@@ -18,6 +18,7 @@ from typing import Any
 from ...analysis.plotting import saved_figure
 from ...errors import UserInputError
 from ...runs.folder import read_json, write_json, write_text
+from ...runs.provenance import PROVENANCE_KEYS
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, paired_table
 from .report_sources import join_by_config
 from .seed_tables import mean_std_cell, one_decimal
@@ -205,9 +206,10 @@ def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), 
     return [row for kind, row in joined if kind == "row"], [probe for kind, probe in joined if kind == "probe"]
 
 
-# What a row or probe measured (or which seed it is): the rest is what its study set, the same for every seed.
+# What a row or probe measured (or which seed it is, or which code ran it): the rest is what its study set, the
+# same for every seed.
 _MEASURED = {"seed", "test_accuracy", "eval_accuracy", "seconds", "best_eval_loss", "mlm_loss", "unigram_loss",
-             "near_ratio_by_layer"}
+             "near_ratio_by_layer", *PROVENANCE_KEYS}
 
 
 def _report_settings(entry: tuple[str, dict[str, Any]]) -> str:

@@ -14,7 +14,8 @@ Rows (`budget_study.json`, one per finished cell): `task` (registered name), `co
 `test_accuracy` and `eval_accuracy` (0-1), `pretrain_epochs`, `pretrain_tokens` (tokens this
 arm's weights were pretrained on: epochs x the real tokens of the pretraining inputs; 0 for
 scratch arms), `budget_tokens` (the SPT budget the row belongs to: its own, or for a
-compute-matched arm the budget whose steps it was given), `seconds` (SPT's include pretraining).
+compute-matched arm the budget whose steps it was given), `seconds` (SPT's include pretraining), and
+`commit` and `versions` (`runs.provenance`; absent from rows of cells run before they were recorded).
 Each SPT checkpoint is probed once (`analysis.checkpoint_probe`: MLM loss against the unigram
 loss, near-2 proximity ratio per layer), cached in its folder as `checkpoint_probe.json`.
 """
@@ -28,6 +29,7 @@ from typing import Any
 from ...analysis.checkpoint_probe import probe_checkpoint
 from ...errors import UserInputError
 from ...runs.folder import PHASE_RESULT_NAME, read_json, write_json
+from ...runs.provenance import recorded_provenance
 from ...training.pretrain_trainer import input_lengths
 from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
@@ -119,7 +121,8 @@ def study_rows(grid: Grid) -> list[dict[str, Any]]:
                      "test_accuracy": row["test_accuracy"], "eval_accuracy": row["eval_accuracy"],
                      "pretrain_epochs": epochs, "pretrain_tokens": budget if arm.pretrain else 0,
                      "budget_tokens": budget, "num_layers": row["num_layers"], "init_parts": arm.init_parts,
-                     "freeze_parts": arm.freeze_parts, "model": arm.model or None, "seconds": row["seconds"]})
+                     "freeze_parts": arm.freeze_parts, "model": arm.model or None, "seconds": row["seconds"],
+                     **recorded_provenance(row)})
     return rows
 
 
@@ -142,7 +145,7 @@ def checkpoint_rows(grid: Grid, num_examples: int = 256) -> list[dict[str, Any]]
                      "pretrain_tokens": int(job.epochs * tokens.per_epoch(job.task, job.seed)),
                      "best_eval_loss": result.get("eval_loss"), "seconds": result.get("seconds"),
                      **{k: probe[k] for k in ("mlm_loss", "unigram_loss", "mlm_probability", "near",
-                                              "near_ratio_by_layer")}})
+                                              "near_ratio_by_layer")}, **recorded_provenance(result)})
     return rows
 
 

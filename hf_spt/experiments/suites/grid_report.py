@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +87,12 @@ def write_report(rows: list[dict[str, Any]], output_dir: Path) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     if rows:
         table = io.StringIO(newline="")
-        writer = csv.DictWriter(table, fieldnames=list(rows[0]))
+        # every row's keys (a row of a cell run before provenance was recorded lacks `commit` and `versions`);
+        # a mapping (`versions`) as JSON
+        writer = csv.DictWriter(table, fieldnames=list(dict.fromkeys(key for row in rows for key in row)))
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({key: json.dumps(value) if isinstance(value, dict) else value for key, value in row.items()}
+                         for row in rows)
         write_text(output_dir / RESULTS_CSV_NAME, table.getvalue())
     summary = summarize(rows)
     paired = paired_markdown(rows)
