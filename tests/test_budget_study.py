@@ -13,7 +13,7 @@ import yaml
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.budget_report import combined_reports, study_markdown
-from hf_spt.experiments.suites.budget_study import arm_kind, study_grid, study_names, summarize_study
+from hf_spt.experiments.suites.budget_study import arm_kind, study_evidence, study_grid, study_names, summarize_study
 from hf_spt.experiments.suites.grid import Arm, parse_grid
 from hf_spt.experiments.phases import LOG_HISTORY_NAME
 
@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "run_scripts"))
 import run_budget_study  # noqa: E402
 
 TRAIN, LENGTH = 32, 12
+NO_EVIDENCE: dict = {"paired": [], "pooled": []}  # a table without rows to pair
 STUDY = {
     "seeds": [0],
     "tasks": {"m": {"task": "markov", "task_options": {"num_train": TRAIN, "num_validation": 16, "num_test": 16,
@@ -117,7 +118,7 @@ def test_summary_pairs_each_budget_with_its_controls():
     assert summary["budgets"][0]["gain_vs_compute_matched"] == pytest.approx(0.05)
     assert list(summary["controls"]) == ["scratch_alibi"]
     assert "| 10 | 1.00e+03 | 90.0 ± 0.0 (1) | 50.0 ± 0.0 (1) | +40.0 | +40.0 | n/a | n/a |" in study_markdown(
-        {"c": summary}, [])
+        {"c": summary}, [], NO_EVIDENCE)
     assert arm_kind("spt_e10", 10) == "spt" and arm_kind("spt_1_epochs", 1) == "spt_1_epochs"
 
 
@@ -235,7 +236,7 @@ def test_checkpoints_of_two_depths_are_reported_apart():
     summary = {"c": {"scratch": None, "controls": {}, "budgets": [
         {"budget_tokens": 1000, "pretrain_epochs": 4.0, "spt": {"mean": 0.6, "std": 0.0, "n": 1},
          "gain_vs_scratch": None, "gain_vs_compute_matched": None}]}}
-    markdown = study_markdown(summary, probes)
+    markdown = study_markdown(summary, probes, NO_EVIDENCE)
     assert "2 layers: 0.100 / 0.200; 1 layer: 0.300 / 0.200" in markdown
     assert "2 layers: 1.50, 2.50; 1 layer: 0.50" in markdown
 
@@ -246,7 +247,7 @@ def test_a_study_without_spt_budget_writes_its_table_without_the_figure(tmp_path
     rows = [{"task": "pathfinder", "config": "c", "arm": "scratch", "arm_name": "scratch", "seed": 0,
              "test_accuracy": 0.55, "eval_accuracy": 0.5, "pretrain_epochs": None, "pretrain_tokens": 0,
              "budget_tokens": 0, "num_layers": 1}]
-    write_study_report(rows, [], summarize_study(rows), tmp_path)
+    write_study_report(rows, [], summarize_study(rows), study_evidence(rows, {}), tmp_path)
     assert "| scratch | 55.0 ± 0.0 (1) |" in (tmp_path / "budget_study.md").read_text()
     assert not (tmp_path / "budget_study.png").exists()
 

@@ -70,7 +70,8 @@ def test_only_suites_import_suites():
         assert not suites, f"{path.relative_to(PACKAGE)} imports {suites}: suites build on the rest, never the reverse"
 
 
-SHARED_SUITE_MODULES = ("grid", "grid_runner", "grid_report", "seed_tables", "run_records", "report_sources")
+SHARED_SUITE_MODULES = ("grid", "grid_runner", "grid_report", "seed_tables", "paired_seeds", "arm_labels", "run_records",
+                        "report_sources")
 """What every suite builds on: what a grid is, the grid runner, and the report helpers they share."""
 
 

@@ -28,6 +28,7 @@ from ..errors import UserInputError
 from ..runs.folder import PHASE_RESULT_NAME, TRAINER_STATE_NAME, ElapsedTime, read_json, resume_checkpoint, write_json
 from ..runs.phase_definition import (check_phase_folder, finetune_definition, holds_nothing, pretrain_definition,
                                      record_definition)
+from ..runs.provenance import run_provenance
 from ..tasks import Task
 from ..training.finetune_trainer import FinetuneTrainer
 from ..training.lora import parameter_counts
@@ -311,6 +312,7 @@ def _end_at(trainer, checkpoint: Path, state: TrainerState) -> None:
 
 
 def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardData | None = None) -> dict[str, Any]:
+    result = {**result, **run_provenance()}  # every phase.json, so every row built from one, says what code made it
     if card is not None:  # the card gets the phase's metrics; with --push_to_hub, save_model pushes it too
         trainer.model_card_data = replace(card, metrics={k: v for k, v in result.items() if isinstance(v, float)})
     trainer.save_model(str(folder))

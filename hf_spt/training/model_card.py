@@ -33,9 +33,11 @@ AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalL
 
 
 def installed_versions() -> dict[str, str]:
-    """Versions of the libraries that wrote the model (rendered under "Framework versions")."""
+    """Versions of the libraries that wrote the model (the card renders hf_spt, transformers, torch and
+    huggingface_hub under "Framework versions"; every phase's result records them all, `runs.provenance`)."""
     return {"hf_spt": metadata.version("hf-spt"),
-            **{name: metadata.version(name) for name in ("transformers", "torch", "huggingface_hub")}}
+            **{name: metadata.version(name) for name in ("transformers", "torch", "huggingface_hub", "datasets",
+                                                         "accelerate")}}
 
 
 def _listed(parts: list[str] | None) -> str:

@@ -4,7 +4,8 @@
 pretraining tokens (SPT, compute-matched scratch and any other arm per budget, scratch and the
 control arms as horizontal lines), SPT's gain over each scratch arm, and per SPT checkpoint the MLM loss beside the unigram
 loss and the near-2 proximity ratio of every layer: whether pretraining left the frequency plateau
-and turned attention local, next to whether accuracy followed. Token axes are logarithmic.
+and turned attention local, next to whether accuracy followed. Token axes are logarithmic; arms are named and
+coloured as `arm_labels` says. `budget_study.md` adds SPT's differences paired by seed (`paired_seeds`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from typing import Any
 from ...analysis.plotting import saved_figure
 from ...errors import UserInputError
 from ...runs.folder import read_json, write_json, write_text
+from ...runs.provenance import PROVENANCE_KEYS
+from .arm_labels import arm_colour, arm_words, config_words
+from .paired_seeds import PAIRED_NOTE, STD_NOTE, paired_table
 from .report_sources import join_by_config
 from .seed_tables import mean_std_cell, one_decimal
 
@@ -71,15 +75,40 @@ def _other_budget_arms(entry: dict[str, Any]) -> list[str]:
                    if isinstance(budget[arm], dict) and arm not in ("spt", "scratch_compute_matched")})
 
 
-def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]]) -> str:
+def _paired_lines(comparisons: list[dict[str, Any]], pooled: list[dict[str, Any]]) -> list[str]:
+    """A configuration's paired table (`paired_seeds`): one row per arm with pretrained weights and control, then
+    SPT pooled over the configuration's budgets."""
+    rows = [([f"{c['pretrain_epochs']:g}", c["arm"], c["control"]], c["difference"]) for c in comparisons]
+    rows += [(["all", "spt", p["control"]], p["difference"]) for p in pooled]
+    return ["", f"{PAIRED_NOTE} \"all\": every budget's pairs pooled (not independent: see the end).", "",
+            *paired_table(["SPT epochs", "arm", "control"], rows)]
+
+
+def _pooled_study_lines(pooled: list[dict[str, Any]]) -> list[str]:
+    """SPT pooled over each study's configurations, and why pooled intervals are optimistic."""
+    if not pooled:
+        return []
+    rows = [([p["scope"], ", ".join(p["configs"]), p["control"]], p["difference"]) for p in pooled]
+    return ["## Pooled over a study's configurations", "",
+            "SPT minus each control, every budget's and configuration's seed pairs of one study as one sample. Pairs of "
+            "one seed share its data split (and, against plain scratch, one scratch run serves every budget), so "
+            "they are not independent and a pooled interval is narrower than independent pairs would make it.", "",
+            *paired_table(["study", "configurations", "control"], rows), ""]
+
+
+def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]],
+                   evidence: dict[str, list[dict[str, Any]]]) -> str:
     """One table per configuration: a row per pretraining budget with both controls and the gains, the
-    checkpoint's losses and proximity; then scratch and the control arms."""
+    checkpoint's losses and proximity; then scratch and the control arms; then SPT's differences paired by seed
+    (`evidence`: `budget_study.study_evidence`'s); last, the pools over a study's configurations."""
     lines = []
+    scopes = set(summary)
     for config, entry in summary.items():
         probes = _checkpoint_means(checkpoints, config)
         extra = _other_budget_arms(entry)
-        lines += [f"## {config}", "", "Test accuracy (%), mean ± std (seeds); gains in points, from seed means; MLM and "
-                  "unigram loss on masked validation tokens; near-2 ratio per layer (1 = no preference for neighbours).",
+        lines += [f"## {config}", "", f"Test accuracy (%), mean ± std (seeds; {STD_NOTE}); gains in points, from seed "
+                  "means (the paired table below says which are resolved); MLM and unigram loss on masked validation "
+                  "tokens; near-2 ratio per layer (1 = no preference for neighbours).",
                   "", "| SPT epochs | pretraining tokens | SPT | scratch, compute-matched | gain vs scratch | gain vs "
                   "compute-matched | MLM loss / unigram | near-2 ratio by layer |" + "".join(f" {a} |" for a in extra),
                   "|---|---|---|---|---|---|---|---|" + "---|" * len(extra)]
@@ -93,58 +122,73 @@ def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[st
                          + "".join(f" {_pct(budget.get(a))} |" for a in extra))
         lines += ["", "| arm (no pretraining) | test accuracy |", "|---|---|", f"| scratch | {_pct(entry['scratch'])} |"]
         lines += [f"| {arm} | {_pct(stats)} |" for arm, stats in entry["controls"].items()]
+        comparisons = [c for c in evidence["paired"] if c["config"] == config]
+        if comparisons:
+            lines += _paired_lines(comparisons, [p for p in evidence["pooled"] if p["scope"] == config])
         lines.append("")
+    lines += _pooled_study_lines([p for p in evidence["pooled"] if p["scope"] not in scopes])
     return "\n".join(lines)
 
 
 def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]], path: Path) -> None:
-    """`budget_study.png`: four panels per configuration with an SPT budget (module docstring)."""
+    """`budget_study.png`: four panels per configuration with an SPT budget (module docstring). Arms are named
+    and coloured as `arm_labels` says (a control arm's horizontal line in its own colour), legends sit beside their
+    panels, and a checkpoint probed at one budget is drawn as a marker, so a single-budget panel shows it."""
     configs = [config for config, entry in summary.items() if entry["budgets"]]
-    with saved_figure(path, nrows=len(configs), ncols=4, figsize=(18, 3.8 * len(configs)), squeeze=False) as (_, axes):
+    with saved_figure(path, nrows=len(configs), ncols=4, figsize=(26, 3.8 * len(configs)), squeeze=False) as (_, axes):
         for row, config in zip(axes, configs):
             entry, probes = summary[config], _checkpoint_means(checkpoints, config)
             tokens = [b["budget_tokens"] for b in entry["budgets"]]
             accuracy, gain, loss, proximity = row
-            for arm in ("spt", "scratch_compute_matched", *_other_budget_arms(entry)):
+            for index, arm in enumerate(("spt", "scratch_compute_matched", *_other_budget_arms(entry))):
                 style = {"spt": "o-", "scratch_compute_matched": "s--"}.get(arm, "^:")
                 points = [(t, b[arm]) for t, b in zip(tokens, entry["budgets"]) if b.get(arm)]
                 if points:
                     accuracy.errorbar([t for t, _ in points], [100 * s["mean"] for _, s in points],
-                                      yerr=[100 * s["std"] for _, s in points], fmt=style, capsize=3, label=arm)
-            for arm, stats in ({"scratch": entry["scratch"]} | entry["controls"]).items():
+                                      yerr=[100 * s["std"] for _, s in points], fmt=style, capsize=3,
+                                      color=arm_colour(arm, index), label=arm_words(arm))
+            for index, (arm, stats) in enumerate(({"scratch": entry["scratch"]} | entry["controls"]).items()):
                 if stats:
-                    accuracy.axhline(100 * stats["mean"], linestyle=":", color="grey" if arm == "scratch" else None,
-                                     label=arm)
+                    accuracy.axhline(100 * stats["mean"], linestyle=":", color=arm_colour(arm, index),
+                                     label=arm_words(arm))
             # the whole 0-100 range: two arms that both predict one class differ by a class share, not a gain
-            accuracy.set(xscale="log", xlabel="pretraining tokens", ylabel="test accuracy (%)", title=config, ylim=(0, 100))
-            accuracy.legend(fontsize=7)
+            accuracy.set(xscale="log", xlabel="pretraining tokens", ylabel="test accuracy (%)",
+                         title=config_words(config), ylim=(0, 100))
+            _legend_beside(accuracy)
             for key, label in (("gain_vs_scratch", "SPT - scratch"), ("gain_vs_compute_matched",
                                                                       "SPT - compute-matched scratch")):
                 points = [(t, b[key]) for t, b in zip(tokens, entry["budgets"]) if b[key] is not None]
                 gain.plot([t for t, _ in points], [100 * g for _, g in points], "o-", label=label)
             gain.axhline(0, color="black", linewidth=0.8)
-            gain.set(xscale="log", xlabel="pretraining tokens", ylabel="gain (points)", title="SPT's gain")
-            gain.legend(fontsize=7)
+            gain.set(xscale="log", xlabel="pretraining tokens", ylabel="gain (points, seed means)", title="SPT's gain")
+            _legend_beside(gain)
             for depth, by_tokens in probes.items():
                 xs, label = list(by_tokens), "" if len(probes) == 1 else f", {depth} layer{'s' * (depth > 1)}"
                 loss.plot(xs, [p["mlm_loss"] for p in by_tokens.values()], "o-", label=f"MLM loss{label}")
-                loss.plot(xs, [p["unigram_loss"] for p in by_tokens.values()], "k--", label=f"unigram loss{label}")
+                loss.plot(xs, [p["unigram_loss"] for p in by_tokens.values()], "k--", marker="x", markersize=8,
+                          label=f"unigram loss{label}")
                 for layer, values in enumerate(zip(*(p["near_ratio_by_layer"] for p in by_tokens.values()))):
                     proximity.plot(xs, values, "o-", label=f"layer {layer}{label}")
             proximity.axhline(1, color="black", linewidth=0.8)
             loss.set(xscale="log", xlabel="pretraining tokens", ylabel="masked-token loss", title="SPT checkpoint")
-            loss.legend(fontsize=7)
+            _legend_beside(loss)
             proximity.set(xscale="log", xlabel="pretraining tokens", ylabel="near-2 attention ratio",
                           title="attention proximity")
-            proximity.legend(fontsize=7)
+            _legend_beside(proximity)
+
+
+def _legend_beside(axis: Any) -> None:
+    """The panel's legend to the right of it, where it covers no data."""
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
 def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], summary: dict[str, Any],
-                       output_dir: Path) -> None:
-    """Write the rows, checkpoint probes, table and figure into `output_dir`."""
+                       evidence: dict[str, list[dict[str, Any]]], output_dir: Path) -> None:
+    """Write the rows, checkpoint probes, tables (with `evidence`, `budget_study.study_evidence`'s) and figure
+    into `output_dir`."""
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
-    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints))
+    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints, evidence))
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME)
 
@@ -174,9 +218,10 @@ def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), 
     return [row for kind, row in joined if kind == "row"], [probe for kind, probe in joined if kind == "probe"]
 
 
-# What a row or probe measured (or which seed it is): the rest is what its study set, the same for every seed.
+# What a row or probe measured (or which seed it is, or which code ran it): the rest is what its study set, the
+# same for every seed.
 _MEASURED = {"seed", "test_accuracy", "eval_accuracy", "seconds", "best_eval_loss", "mlm_loss", "unigram_loss",
-             "near_ratio_by_layer"}
+             "near_ratio_by_layer", *PROVENANCE_KEYS}
 
 
 def _report_settings(entry: tuple[str, dict[str, Any]]) -> str:

@@ -14,7 +14,8 @@ Rows (`budget_study.json`, one per finished cell): `task` (registered name), `co
 `test_accuracy` and `eval_accuracy` (0-1), `pretrain_epochs`, `pretrain_tokens` (tokens this
 arm's weights were pretrained on: epochs x the real tokens of the pretraining inputs; 0 for
 scratch arms), `budget_tokens` (the SPT budget the row belongs to: its own, or for a
-compute-matched arm the budget whose steps it was given), `seconds` (SPT's include pretraining).
+compute-matched arm the budget whose steps it was given), `seconds` (SPT's include pretraining), and
+`commit` and `versions` (`runs.provenance`; absent from rows of cells run before they were recorded).
 Each SPT checkpoint is probed once (`analysis.checkpoint_probe`: MLM loss against the unigram
 loss, near-2 proximity ratio per layer), cached in its folder as `checkpoint_probe.json`.
 """
@@ -28,10 +29,12 @@ from typing import Any
 from ...analysis.checkpoint_probe import probe_checkpoint
 from ...errors import UserInputError
 from ...runs.folder import PHASE_RESULT_NAME, read_json, write_json
+from ...runs.provenance import recorded_provenance
 from ...training.pretrain_trainer import input_lengths
 from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining
+from .paired_seeds import paired_difference, pooled
 from .seed_tables import mean_std
 from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, experiment_arguments, parse_grid, pretrain_jobs
 from .run_records import read_record
@@ -118,7 +121,8 @@ def study_rows(grid: Grid) -> list[dict[str, Any]]:
                      "test_accuracy": row["test_accuracy"], "eval_accuracy": row["eval_accuracy"],
                      "pretrain_epochs": epochs, "pretrain_tokens": budget if arm.pretrain else 0,
                      "budget_tokens": budget, "num_layers": row["num_layers"], "init_parts": arm.init_parts,
-                     "freeze_parts": arm.freeze_parts, "model": arm.model or None, "seconds": row["seconds"]})
+                     "freeze_parts": arm.freeze_parts, "model": arm.model or None, "seconds": row["seconds"],
+                     **recorded_provenance(row)})
     return rows
 
 
@@ -141,7 +145,7 @@ def checkpoint_rows(grid: Grid, num_examples: int = 256) -> list[dict[str, Any]]
                      "pretrain_tokens": int(job.epochs * tokens.per_epoch(job.task, job.seed)),
                      "best_eval_loss": result.get("eval_loss"), "seconds": result.get("seconds"),
                      **{k: probe[k] for k in ("mlm_loss", "unigram_loss", "mlm_probability", "near",
-                                              "near_ratio_by_layer")}})
+                                              "near_ratio_by_layer")}, **recorded_provenance(result)})
     return rows
 
 
@@ -171,5 +175,83 @@ def summarize_study(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return summary
 
 
+def shipped_study_configs() -> dict[str, list[str]]:
+    """{shipped study: its configurations (task keys)}: which configurations of a combined report one study ran,
+    so their paired differences can be pooled."""
+    return {name: list(read_settings_file(STUDIES_DIR / f"{name}.yaml", "Study file")["tasks"]) for name in study_names()}
+
+
+def _control_rank(row: dict[str, Any], budget_tokens: int) -> int | None:
+    """Where `row`'s arm comes among the controls of an SPT arm of `budget_tokens`: 0 plain scratch (no budget, no
+    model change), 1 the compute-matched scratch of that budget, 2 any other arm without pretrained weights (ALiBi,
+    rotary); None for an arm with pretrained weights or the compute-matched scratch of another budget."""
+    if row["pretrain_tokens"] or row["budget_tokens"] not in (0, budget_tokens):
+        return None
+    if row["budget_tokens"]:
+        return 1
+    return 0 if row.get("model") is None else 2
+
+
+def paired_comparisons(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The evidence for each SPT gain, paired by seed (`paired_seeds`): in each configuration, every arm with
+    pretrained weights (SPT, and SPT's parts: hybrid init, frozen attention) minus each control of the same depth
+    (plain scratch, the compute-matched scratch of its budget, then the other arms without pretraining), for every
+    pair of arms with a seed in common: {"config", "arm", "pretrain_epochs", "budget_tokens", "num_layers",
+    "control", "difference"} (test accuracy, 0-1), configurations in first-seen order, budgets ascending."""
+    groups: dict[tuple[str, str, int, int], tuple[dict[str, Any], dict[int, float]]] = {}
+    for row in rows:
+        if row["test_accuracy"] is not None:
+            key = (row["config"], row["arm"], row["budget_tokens"], row["num_layers"])
+            groups.setdefault(key, (row, {}))[1][row["seed"]] = float(row["test_accuracy"])
+    configs = list(dict.fromkeys(row["config"] for row in rows))
+    comparisons = []
+    for (config, arm, tokens, depth), (first, scores) in sorted(groups.items(),
+                                                                 key=lambda item: (configs.index(item[0][0]), item[0][2])):
+        if not first["pretrain_tokens"]:
+            continue
+        controls = [(rank, key[1], control) for key, (row, control) in groups.items()
+                    if key[0] == config and key[3] == depth and (rank := _control_rank(row, tokens)) is not None]
+        for _, control_arm, control in sorted(controls, key=lambda item: item[0]):
+            difference = paired_difference(scores, control)
+            if difference is not None:
+                comparisons.append({"config": config, "arm": arm, "pretrain_epochs": first["pretrain_epochs"],
+                                    "budget_tokens": tokens, "num_layers": depth, "control": control_arm,
+                                    "difference": difference})
+    return comparisons
+
+
+POOLED_CONTROLS = ("scratch", "scratch_compute_matched")
+
+
+def pooled_comparisons(comparisons: list[dict[str, Any]], scopes: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """SPT (arm kind `spt`) minus plain and compute-matched scratch, every pair of a scope's configurations and
+    budgets as one sample (`paired_seeds.pooled`, which says why such an interval is optimistic), for each scope
+    ({name: configurations}) where that pools more than one comparison and more than one seed (the budgets of
+    one seed are no sample of seeds): {"scope", "configs", "control",
+    "comparisons", "difference"}."""
+    found = []
+    for scope, configs in scopes.items():
+        for control in POOLED_CONTROLS:
+            chosen = [c for c in comparisons if c["config"] in configs and c["arm"] == "spt" and c["control"] == control]
+            if len(chosen) > 1 and len({seed for c in chosen for seed in c["difference"].seeds}) > 1:
+                found.append({"scope": scope, "configs": list(dict.fromkeys(c["config"] for c in chosen)),
+                              "control": control, "comparisons": len(chosen),
+                              "difference": pooled(c["difference"] for c in chosen)})
+    return found
+
+
+def study_evidence(rows: list[dict[str, Any]], studies: dict[str, list[str]]) -> dict[str, list[dict[str, Any]]]:
+    """{"paired": `paired_comparisons`, "pooled": `pooled_comparisons` over each configuration's budgets, then over
+    each study's configurations ({study: configurations}; a study with fewer than two configurations in the rows
+    is left out: its pooled rows would be its configuration's)}."""
+    comparisons = paired_comparisons(rows)
+    configs = list(dict.fromkeys(row["config"] for row in rows))
+    return {"paired": comparisons,
+            "pooled": pooled_comparisons(comparisons, {config: [config] for config in configs})
+            + pooled_comparisons(comparisons, {study: held for study, names in studies.items()
+                                               if len(held := [c for c in names if c in configs]) > 1})}
+
+
 __all__ = ["STUDIES_DIR", "PROBE_NAME", "study_names", "study_grid", "seeds_on_record", "arm_kind", "study_rows",
-           "checkpoint_rows", "summarize_study"]
+           "checkpoint_rows", "summarize_study", "shipped_study_configs", "paired_comparisons", "pooled_comparisons",
+           "study_evidence"]

@@ -11,7 +11,8 @@ pretraining FLOPs, FLOPs per fine-tuning epoch, (epoch, validation accuracy) poi
 `<prefix>_compute.md` (per configuration and arm: best validation, test, compute; and, for each SPT
 arm, the compute at which each scratch arm's best-so-far validation accuracy, averaged over seeds,
 first reaches SPT's best, or "never") and `<prefix>_compute_<config>.png` (the curves: each seed thin,
-the seeds' mean best-so-far thick, FLOPs on a log axis).
+the seeds' mean best-so-far thick, FLOPs on a log axis; arms named and coloured as `arm_labels` says, an arm
+kind's budgets in different line styles, the legend beside the axes).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..arguments import DataArguments
 from ..phases import LOG_HISTORY_NAME
 from ..pipeline import prepare_pretrain_task, prepare_task
 from ..run_results import ARM_FOLDERS
+from .arm_labels import arm_colour, arm_words, config_words
 from .grid_runner import prepare_unit
 from .report_sources import join_by_config
 from .seed_tables import mean_std, mean_std_cell, one_decimal
@@ -39,6 +41,7 @@ from .grid import GRID_RECORD_NAME, Grid, cells, parse_grid, pretrain_job
 CONFIG_NAME = "config.json"
 SOURCES_FLAG = "--runs"
 """The flag that names the finished runs read (`run_compute_curves.py`'s), for the messages about them."""
+_BUDGET_STYLES = ("-", "--", "-.", ":")  # line style of a configuration's first, second... SPT budget
 
 
 def _config(folder: Path) -> SimpleNamespace:
@@ -194,18 +197,26 @@ def compute_markdown(curves: list[ComputeCurve]) -> str:
 def plot_compute(curves: list[ComputeCurve], config: str, path: Path) -> None:
     """Validation accuracy against cumulative training FLOPs of one configuration's arms (module docstring)."""
     arms = by_config(curves)[config]
-    with saved_figure(path, figsize=(8, 5)) as (_, axis):
+    budgets = sorted({curve.pretrain_flops for curve in arms.values() if curve.pretrain_flops})
+    with saved_figure(path, figsize=(11, 5)) as (_, axis):
         for index, (arm, combined) in enumerate(arms.items()):
-            color = f"C{index % 10}"
+            color = arm_colour(arm, index)
+            # an arm kind has one colour; its budgets (spt_e10, spt_e40) differ by line style, in budget order
+            style = _BUDGET_STYLES[budgets.index(combined.pretrain_flops) % len(_BUDGET_STYLES)] if (
+                combined.pretrain_flops and len(budgets) > 1) else "-"
             for curve in (c for c in curves if c.config == config and c.arm == arm and c.points):
-                axis.plot(curve.flops(), [100 * a for _, a in curve.points], color=color, alpha=0.3, linewidth=0.8)
+                axis.plot(curve.flops(), [100 * a for _, a in curve.points], color=color, alpha=0.3, linewidth=0.8,
+                          linestyle=style)
             axis.plot(combined.flops, [100 * b for b in combined.best_so_far], color=color, linewidth=2, marker="o",
-                      markersize=3, label=f"{arm} ({combined.seeds} seed{'s' * (combined.seeds > 1)})")
+                      markersize=3, linestyle=style,
+                      label=f"{arm_words(arm)} ({combined.seeds} seed{'s' * (combined.seeds > 1)})")
             if combined.pretrain_flops:  # where the arm's fine-tuning starts: its pretraining's cost
                 axis.axvline(combined.pretrain_flops, color=color, linestyle=":", linewidth=1)
         axis.set(xscale="log", xlabel="cumulative training FLOPs (pretraining included; dotted: pretraining's cost)",
-                 ylabel="validation accuracy (%)", title=f"{config}: accuracy against compute", ylim=(0, 102))
-        axis.legend(fontsize=8, loc="lower right", title="thick: mean best-so-far; thin: each seed", title_fontsize=8)
+                 ylabel="validation accuracy (%)", title=f"{config_words(config)}: accuracy against compute",
+                 ylim=(0, 102))
+        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), title="thick: mean best-so-far\nthin: each seed",
+                    title_fontsize=8)  # beside the axes: ten arms' legend inside would cover their curves
 
 
 def write_compute_report(curves: list[ComputeCurve], output_dir: str | Path, prefix: str) -> list[Path]:

@@ -2,18 +2,22 @@
 
 `results.md` gives, per task and arm, the test accuracy's mean and standard deviation over
 seeds and, when the grid has arms named `scratch` and `spt`, the share of SPT's gain over
-scratch that the arm recovers: (arm - scratch) / (spt - scratch), from the seed means.
+scratch that the arm recovers: (arm - scratch) / (spt - scratch), from the seed means; then every arm minus
+scratch, and SPT minus compute-matched scratch, paired by seed (`paired_seeds`: per-seed differences, their
+mean, sd, 95% interval and verdict).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 from typing import Any
 
 from ...analysis.plotting import saved_figure
 from ...runs.folder import write_text
+from .paired_seeds import PAIRED_NOTE, STD_NOTE, paired_difference, paired_table, seed_scores
 from .seed_tables import mean_std_cell, summarize
 
 RESULTS_CSV_NAME = "results.csv"
@@ -21,6 +25,7 @@ RESULTS_MD_NAME = "results.md"
 RESULTS_PLOT_NAME = "results.png"
 SCRATCH_ARM = "scratch"
 SPT_ARM = "spt"
+COMPUTE_MATCHED_ARM = "scratch_compute_matched"
 
 
 def gain_recovered(arms: dict[str, dict[str, float]], arm: str) -> float | None:
@@ -42,6 +47,21 @@ def markdown_table(summary: dict[str, dict[str, dict[str, float]]]) -> str:
             lines.append(f"| {arm} | {mean_std_cell(stats, 100)} | {stats['n']} | {share_text} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def paired_markdown(rows: list[dict[str, Any]]) -> str:
+    """Per task, every arm minus scratch and SPT minus compute-matched scratch, paired by seed; "" without a pair."""
+    table = []
+    for task, scores in seed_scores(rows).items():
+        pairs = [(arm, SCRATCH_ARM) for arm in scores if arm != SCRATCH_ARM]
+        pairs += [(SPT_ARM, COMPUTE_MATCHED_ARM)] if SPT_ARM in scores and COMPUTE_MATCHED_ARM in scores else []
+        for arm, control in pairs:
+            difference = paired_difference(scores[arm], scores.get(control, {}))
+            if difference is not None:
+                table.append(([task, arm, control], difference))
+    if not table:
+        return ""
+    return "\n".join([PAIRED_NOTE, "", *paired_table(["task", "arm", "control"], table), ""])
 
 
 def bar_plot(summary: dict[str, dict[str, dict[str, float]]], path: Path) -> None:
@@ -67,15 +87,19 @@ def write_report(rows: list[dict[str, Any]], output_dir: Path) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     if rows:
         table = io.StringIO(newline="")
-        writer = csv.DictWriter(table, fieldnames=list(rows[0]))
+        # every row's keys (a row of a cell run before provenance was recorded lacks `commit` and `versions`);
+        # a mapping (`versions`) as JSON
+        writer = csv.DictWriter(table, fieldnames=list(dict.fromkeys(key for row in rows for key in row)))
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({key: json.dumps(value) if isinstance(value, dict) else value for key, value in row.items()}
+                         for row in rows)
         write_text(output_dir / RESULTS_CSV_NAME, table.getvalue())
     summary = summarize(rows)
-    write_text(output_dir / RESULTS_MD_NAME, markdown_table(summary))
+    paired = paired_markdown(rows)
+    write_text(output_dir / RESULTS_MD_NAME, markdown_table(summary) + (f"\n{STD_NOTE}.\n\n{paired}" if summary else ""))
     if summary:
         bar_plot(summary, output_dir / RESULTS_PLOT_NAME)
 
 
-__all__ = ["RESULTS_CSV_NAME", "RESULTS_MD_NAME", "RESULTS_PLOT_NAME", "gain_recovered",
-           "markdown_table", "bar_plot", "write_report"]
+__all__ = ["RESULTS_CSV_NAME", "RESULTS_MD_NAME", "RESULTS_PLOT_NAME", "COMPUTE_MATCHED_ARM", "gain_recovered",
+           "markdown_table", "paired_markdown", "bar_plot", "write_report"]

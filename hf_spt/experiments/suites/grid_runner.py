@@ -35,6 +35,7 @@ from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
 from ...runs.folder import PHASE_RESULT_NAME, locks_output_dir, read_json, write_json
+from ...runs.provenance import recorded_provenance
 from ...runs.phase_definition import check_phase_folders
 from ..arguments import DataArguments, redacted
 from ..model_config import build_config
@@ -167,7 +168,8 @@ def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None 
 
 
 def collect_rows(grid: Grid) -> list[dict[str, Any]]:
-    """One row per finished cell: its settings and scores."""
+    """One row per finished cell: its settings and scores, and the commit and versions that made it (a row of a
+    cell run before they were recorded has neither)."""
     rows = []
     for cell in cells(grid):
         result = read_json(cell.folder(grid) / PHASE_RESULT_NAME)
@@ -179,7 +181,8 @@ def collect_rows(grid: Grid) -> list[dict[str, Any]]:
                      "test_accuracy": result.get("test_accuracy"), "eval_accuracy": result.get("eval_accuracy"),
                      "seconds": result.get("seconds"), "init_parts": arm.init_parts, "freeze_parts": arm.freeze_parts,
                      "pretrain_task": job.task if job else None, "pretrain_epochs": job.epochs if job else None,
-                     "num_layers": arm_depth(grid, arm, cell.task), "compute_matched": arm.compute_matched})
+                     "num_layers": arm_depth(grid, arm, cell.task), "compute_matched": arm.compute_matched,
+                     **recorded_provenance(result)})
     return rows
 
 

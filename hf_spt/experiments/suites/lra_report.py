@@ -3,7 +3,8 @@
 One row per task: test accuracy (%) of each of the suite's arms (`lra.ARMS`), mean ±
 std over seeds, with the published from-scratch Transformer and (where published per task) SPT
 beside them, then the LRA average row over the LRA tasks that ran (Markov, in the mini suite, is
-shown but never averaged). A second table gives the wall time per task and arm (mean over
+shown but never averaged). Below it, SPT minus each other arm paired by seed (`paired_seeds`: per-seed
+differences, their mean, sd, 95% interval and verdict). A second table gives the wall time per task and arm (mean over
 seeds; SPT's includes its pretraining job). The plot shows the same bars with one-std error bars
 and the published scratch score as a marker.
 """
@@ -17,12 +18,14 @@ from typing import Any
 from ...analysis.plotting import saved_figure
 from ...runs.folder import write_json, write_text
 from ...tasks.lra_data import LRA_TASKS
+from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, paired_difference, paired_table, seed_scores
 from .seed_tables import mean_std_cell, one_decimal, summarize
 
 LRA_JSON_NAME = "lra_results.json"
 LRA_MD_NAME = "lra_results.md"
 LRA_PLOT_NAME = "lra_results.png"
 PRETRAINING_PLOT_NAME = "lra_pretraining.png"
+SPT_ARM = "spt"
 
 # Published test accuracy (%). Scratch: the vanilla Transformer of the LRA leaderboard (Tay et al., "Long Range
 # Arena", ICLR 2021, Table 1); its average is over these five tasks.
@@ -70,7 +73,20 @@ def lra_table(rows: list[dict[str, Any]], arms: list[str] | None = None) -> dict
     average["published_scratch"] = (PUBLISHED_SCRATCH_AVERAGE if len(lra) == len(LRA_TASKS)
                                     else statistics.fmean(published) if published else None)
     average["published_spt"] = None
-    return {"arms": arm_order, "tasks": tasks, "average": average, "published_spt_note": PUBLISHED_SPT_NOTE}
+    return {"arms": arm_order, "tasks": tasks, "average": average, "published_spt_note": PUBLISHED_SPT_NOTE,
+            "paired": paired_rows(rows, arm_order, list(tasks))}
+
+
+def paired_rows(rows: list[dict[str, Any]], arms: list[str], tasks: list[str]) -> list[dict[str, Any]]:
+    """Per task of `tasks` (in that order), SPT minus each other arm of `arms`, paired by seed: {"task", "arm",
+    "control", and `PairedDifference.to_dict` in points}."""
+    paired, by_task = [], seed_scores(rows)
+    for task, scores in ((task, by_task[task]) for task in tasks if task in by_task):
+        for control in (arm for arm in arms if arm != SPT_ARM and arm in scores and SPT_ARM in scores):
+            difference = paired_difference(scores[SPT_ARM], scores[control])
+            if difference is not None:
+                paired.append({"task": task, "arm": SPT_ARM, "control": control, **difference.to_dict(100)})
+    return paired
 
 
 def _cell(stats: dict[str, Any] | None) -> str:
@@ -95,6 +111,11 @@ def markdown(table: dict[str, Any]) -> str:
         values = ["–" if arm not in average["arms"] else one_decimal(average["arms"][arm]) for arm in arm_order]
         lines.append(f"| {label} | " + " | ".join(values)
                      + f" | {_number(average['published_scratch'])} | {_number(average['published_spt'])} |")
+    lines += ["", f"Test accuracy (%), mean ± std (n = seeds); {STD_NOTE}.", ""]
+    if table["paired"]:
+        lines += [PAIRED_NOTE, "", *paired_table(["task", "arm", "control"], [
+            ([entry["task"], entry["arm"], entry["control"]], PairedDifference.from_dict(entry))
+            for entry in table["paired"]], scale=1.0)]
     lines += ["", "Wall time per task and arm (seconds, mean over seeds; spt includes its pretraining):", "",
               "| task | " + " | ".join(arm_order) + " |", "|---|" + "---|" * len(arm_order)]
     for task, entry in table["tasks"].items():
@@ -172,5 +193,5 @@ def write_lra_report(rows: list[dict[str, Any]], output_dir: Path, curves: Curve
 
 
 __all__ = ["LRA_JSON_NAME", "LRA_MD_NAME", "LRA_PLOT_NAME", "PRETRAINING_PLOT_NAME", "PUBLISHED_SCRATCH",
-           "PUBLISHED_SCRATCH_AVERAGE", "PUBLISHED_SPT", "wall_seconds", "lra_table", "markdown", "pretraining_markdown",
+           "PUBLISHED_SCRATCH_AVERAGE", "PUBLISHED_SPT", "wall_seconds", "lra_table", "paired_rows", "markdown", "pretraining_markdown",
            "plot", "plot_pretraining", "write_lra_report"]

@@ -1,0 +1,71 @@
+"""Every phase.json, and so every row built from one, records the commit and library versions that made it; rows
+of runs made before that still read, and seeds run at other commits still join (`--add_seeds`)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from hf_spt.experiments.phases import _finish
+from hf_spt.experiments.suites.budget_report import combined_reports
+from hf_spt.experiments.suites.grid_report import write_report
+from hf_spt.runs import provenance
+from hf_spt.runs.folder import PHASE_RESULT_NAME
+
+LIBRARIES = {"hf_spt", "torch", "transformers", "datasets", "accelerate"}
+
+
+class _Trainer:
+    """What `_finish` asks of a Trainer, without training."""
+
+    state = SimpleNamespace(log_history=[])
+
+    def save_model(self, folder: str) -> None:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+
+    def is_world_process_zero(self) -> bool:
+        return True
+
+
+def test_every_phase_result_records_the_commit_and_versions(tmp_path):
+    returned = _finish(_Trainer(), tmp_path, {"phase": "pretrain", "eval_loss": 1.0})
+    written = json.loads((tmp_path / PHASE_RESULT_NAME).read_text())
+    assert written == returned and written["eval_loss"] == 1.0
+    assert written["commit"] == provenance.package_commit() and written["commit"]
+    assert LIBRARIES <= set(written["versions"]) and all(written["versions"][name] for name in LIBRARIES)
+
+
+def test_the_commit_is_unknown_outside_the_packages_own_checkout(tmp_path, monkeypatch):
+    provenance.package_commit.cache_clear()
+    monkeypatch.setattr(provenance, "PACKAGE_ROOT", tmp_path)  # no git checkout there
+    try:
+        assert provenance.package_commit() == provenance.UNKNOWN_COMMIT
+    finally:
+        provenance.package_commit.cache_clear()
+    assert provenance.recorded_provenance({"test_accuracy": 0.5}) == {}  # a result written before: nothing added
+
+
+def test_grid_rows_with_and_without_provenance_write_one_csv(tmp_path):
+    old = {"task": "t", "arm": "scratch", "seed": 0, "test_accuracy": 0.5}
+    new = {**old, "seed": 1, "commit": "abc123", "versions": {"torch": "2.4"}}
+    write_report([old, new], tmp_path)
+    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert rows[0]["commit"] == "" and rows[1]["commit"] == "abc123"
+    assert json.loads(rows[1]["versions"]) == {"torch": "2.4"}
+
+
+def test_seeds_run_at_other_commits_join_with_add_seeds(tmp_path):
+    for seed, extra in ((0, {}), (1, {"commit": "def456", "versions": {"torch": "2.5"}})):
+        folder = tmp_path / f"seed{seed}"
+        folder.mkdir()
+        row = {"task": "digits", "config": "c", "arm": "scratch", "arm_name": "scratch", "seed": seed,
+               "test_accuracy": 0.5, "eval_accuracy": 0.5, "pretrain_epochs": None, "pretrain_tokens": 0,
+               "budget_tokens": 0, "num_layers": 2, **extra}
+        (folder / "budget_study.json").write_text(json.dumps([row]))
+        (folder / "budget_study_checkpoints.json").write_text("[]")
+    rows, _ = combined_reports([tmp_path / "seed0", tmp_path / "seed1"], added=["c"])
+    assert [row.get("commit") for row in rows] == [None, "def456"]
+
+
