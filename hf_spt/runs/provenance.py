@@ -1,0 +1,54 @@
+"""What code wrote a result: the package's commit and the libraries' versions, recorded in every `phase.json`.
+
+A row of a report is read long after its run, often beside rows run at other commits (a seed run later, in
+another checkout); without the commit and versions it was made with, a difference between rows cannot be told
+from a difference between code. The commit is `git describe --always --dirty` of the package's own checkout
+(an editable install), "unknown" where the package is not a git checkout's top (an installed wheel) or git is
+missing.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ..training.model_card import installed_versions
+
+PROVENANCE_KEYS = ("commit", "versions")
+"""The keys `run_provenance` adds to a result; a result written before they existed has neither."""
+UNKNOWN_COMMIT = "unknown"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # hf_spt/runs/provenance.py -> the checkout holding hf_spt/
+
+
+def _git(*arguments: str) -> str:
+    return subprocess.run(["git", "-C", str(PACKAGE_ROOT), *arguments], capture_output=True, text=True, check=True,
+                          timeout=30).stdout.strip()
+
+
+@functools.lru_cache(maxsize=1)
+def package_commit() -> str:
+    """The package checkout's commit (`git describe --always --dirty --abbrev=12`: a hash, "-dirty" with
+    uncommitted changes), or "unknown"; read once per process."""
+    try:
+        if Path(_git("rev-parse", "--show-toplevel")).resolve() != PACKAGE_ROOT:
+            return UNKNOWN_COMMIT  # the package sits inside some other repository, not its own checkout
+        return _git("describe", "--always", "--dirty", "--abbrev=12") or UNKNOWN_COMMIT
+    except (OSError, subprocess.SubprocessError):
+        return UNKNOWN_COMMIT
+
+
+def run_provenance() -> dict[str, Any]:
+    """{"commit": `package_commit()`, "versions": {library: version} of hf_spt, torch, transformers, datasets,
+    accelerate and huggingface_hub}."""
+    return {"commit": package_commit(), "versions": installed_versions()}
+
+
+def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
+    """The provenance keys a result holds (none for one written before they were recorded), for a row built
+    from it: old rows read back unchanged."""
+    return {key: result[key] for key in PROVENANCE_KEYS if key in result}
+
+
+__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "package_commit", "run_provenance", "recorded_provenance"]
