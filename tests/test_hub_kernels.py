@@ -11,8 +11,10 @@ trigger, so the suite fails if transformers moves it.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
+import torch
 import transformers.modeling_utils as modeling_utils
 from tiny_backbone_runs import tiny_arguments
 from transformers.utils import is_kernels_available
@@ -102,3 +104,23 @@ def test_asked_for_without_the_kernels_package_is_a_user_error(monkeypatch):
     monkeypatch.setattr(hub_kernels, "is_kernels_available", lambda: False)
     with pytest.raises(UserInputError, match="--use_hub_kernels needs the `kernels` package"):
         set_hub_kernels(classification_model(tiny_config()), True)
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU test (benchmarks/gpu_self_check.py runs it)")
+
+
+@needs_cuda
+def test_on_a_gpu_a_loaded_model_switches_modes_offline(spt_checkpoint):
+    """Where transformers maps GPU kernels (GELU on CUDA), a loaded model's eval() fetched them from the Hub: offline
+    the default experiment's SPT fine-tuning stopped at its first evaluation. Here with transformers' real kernelize."""
+    model = classification_model(tiny_config(), spt_checkpoint).to("cuda")
+    _switch_modes(model)
+    batch = {"input_ids": torch.randint(4, 99, (2, 16), device="cuda")}
+    assert model(**batch).logits.shape == (2, 3) and not model.use_kernels
+
+
+@needs_cuda
+def test_on_a_gpu_a_whole_run_evaluates_offline(tmp_path):
+    data, model_args, experiment, training = tiny_arguments(tmp_path)
+    results = run_experiment(data, model_args, experiment, replace(training, use_cpu=False))
+    assert [arm["arm"] for arm in results["arms"]] == ["scratch", "spt"]
