@@ -56,6 +56,13 @@ def enable_activation_checkpointing(model) -> None:
         model.gradient_checkpointing_enable()
 
 
+def activation_checkpointing_on(model) -> bool:
+    """Whether the model checkpoints activations, under the installed transformers' name for it (as above)."""
+    if hasattr(type(model), "is_activation_checkpointing"):
+        return model.is_activation_checkpointing
+    return model.is_gradient_checkpointing
+
+
 @pytest.fixture
 def without_peft(monkeypatch):
     """`import peft` fails inside the test, as on a machine without the [peft] extra."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import enable_activation_checkpointing, random_batch, tiny_config
+from conftest import activation_checkpointing_on, enable_activation_checkpointing, random_batch, tiny_config
 from datasets import Dataset
 from transformers import (AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer, BertConfig,
                           DataCollatorForLanguageModeling, Trainer, TrainingArguments, pipeline)
@@ -116,7 +116,7 @@ def test_gradient_checkpointing_gives_equal_gradients(cls, position):
             with warnings.catch_warnings():
                 warnings.simplefilter("error", FutureWarning)  # no deprecated name
                 enable_activation_checkpointing(model)
-            assert model.is_activation_checkpointing
+            assert activation_checkpointing_on(model)
         model(**batch)[0].float().square().mean().backward()
         gradients.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
     for plain, checkpointed in zip(*gradients, strict=True):
