@@ -174,5 +174,18 @@ def test_a_multiple_of_8_widens_the_batch_but_masks_the_same_tokens():
         assert torch.equal(widened[key][:, :width], plain[key])
         assert (widened[key][:, width:] == pad).all()
     pairs = DataCollatorForClassification(tokenizer, pad_to_multiple_of=8)(
-        [{"input_ids": row["input_ids"], "pair_input_ids": row["input_ids"][:7], "labels": 0} for row in rows])
+        [{"input_ids": row["input_ids"], "pair_input_ids": row["input_ids"][:7 - index % 2], "labels": 0}
+         for index, row in enumerate(rows)])
     assert pairs["input_ids"].shape[1] % 8 == 0 and pairs["pair_input_ids"].shape == (len(rows), 8)
+
+
+def test_a_batch_of_equal_rows_keeps_its_width_and_needs_no_mask():
+    """Only a padded batch is widened to the multiple: rows of one length (Markov's 100 tokens) keep their width,
+    so the model gets an all-ones mask, which transformers drops (SDPA's flash kernel on a GPU keeps working)."""
+    tokenizer = build_word_tokenizer(SYMBOLS)
+    rows = [{"input_ids": list(range(4, 24)) * 5} for _ in range(4)]  # 100 tokens each
+    for collator in (DataCollatorForSpt(tokenizer, pad_to_multiple_of=8),
+                     DataCollatorForClassification(tokenizer, pad_to_multiple_of=8)):
+        batch = collator([{**row, "labels": 0} for row in rows] if isinstance(collator, DataCollatorForClassification)
+                         else rows)
+        assert batch["input_ids"].shape == (4, 100) and bool(batch["attention_mask"].all())

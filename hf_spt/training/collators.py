@@ -5,8 +5,9 @@
 tokenizer's `pad` on Python lists took about ten), special tokens are found with one vectorised
 `isin` (not a Python loop per row, which dominates step time at 4K tokens), and the BERT-style
 random replacements draw only real tokens, never [PAD]/[MASK]/[CLS]/[UNK]. Tokens are masked
-over the longest row's width, and only then is the batch widened to `pad_to_multiple_of`, so the
-masks a seed draws do not depend on that setting.
+over the longest row's width, and only then is a padded batch widened to `pad_to_multiple_of`
+(`padded_width`: a batch of equal rows keeps its width and needs no mask), so the masks a seed
+draws do not depend on that setting.
 Rows that already carry `labels` (a validation set masked once by `fixed_masking`) are only
 padded, so evaluation reads the same masks every time, across resumes too, while training
 masking stays random. A class label a row still carries (`label`, `labels` or `label_ids`
@@ -53,9 +54,11 @@ def pad_rows(rows: list[Any], pad_value: int, width: int | None = None) -> tuple
     return torch.from_numpy(padded), torch.from_numpy(mask)
 
 
-def padded_width(width: int, multiple: int | None) -> int:
-    """`width` rounded up to a multiple of `multiple` (tensor-core friendly shapes on a GPU); as it is without one."""
-    return width if not multiple else -(-width // multiple) * multiple
+def padded_width(width: int, multiple: int | None, padded: bool) -> int:
+    """A batch's width: its longest row's `width`, rounded up to a multiple of `multiple` when the batch is `padded`
+    (some row shorter: it reaches attention with a mask anyway, which aligned shapes serve best on a GPU). A batch
+    of equal rows keeps its width, so it reaches attention with no mask at all (SDPA's flash kernel on a GPU)."""
+    return width if not (multiple and padded) else -(-width // multiple) * multiple
 
 
 def widen(tensor: torch.Tensor, width: int, value: int) -> torch.Tensor:
@@ -116,7 +119,7 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
             labels = pad_rows([row["labels"] for row in examples], -100, input_ids.shape[1])[0]
         else:
             input_ids, labels = self.torch_mask_tokens(input_ids)
-        width = padded_width(input_ids.shape[1], self.pad_to_multiple_of)
+        width = padded_width(input_ids.shape[1], self.pad_to_multiple_of, padded=not bool(attention_mask.all()))
         return {"input_ids": widen(input_ids, width, self.tokenizer.pad_token_id),
                 "attention_mask": widen(attention_mask, width, 0), "labels": widen(labels, width, -100)}
 
@@ -180,7 +183,8 @@ class DataCollatorForClassification:
                 batch.update(flatten(features, prefix))
             elif f"{prefix}input_ids" in features[0]:
                 rows = [feature[f"{prefix}input_ids"] for feature in features]
-                width = padded_width(max(len(row) for row in rows), self.pad_to_multiple_of)
+                lengths = [len(row) for row in rows]
+                width = padded_width(max(lengths), self.pad_to_multiple_of, padded=min(lengths) < max(lengths))
                 batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"] = pad_rows(
                     rows, self.tokenizer.pad_token_id, width)
         if "labels" in features[0]:
