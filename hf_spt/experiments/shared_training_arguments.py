@@ -94,7 +94,7 @@ class SharedTrainingArguments(TrainingArguments):
         "(the `kernels` package); recorded in each phase's definition. Default: every model keeps its own layers and "
         "nothing is fetched (transformers >= 5.25 would otherwise turn them on for loaded models only).")
     pad_to_multiple_of: int | None = _setting(
-        None, "Both phases: pad each batch's width up to a multiple of this (default: 8 on an accelerator, where "
+        None, "Both phases: pad a padded batch's width up to a multiple of this (default: 8 on an accelerator, where "
         "aligned shapes keep the fast kernels; none on a CPU, where it would only add padding).", range=POSITIVE_INT)
     logging_nan_inf_filter: bool = _setting(
         False, "Skip NaN/inf losses in the logged training loss (changed default: off, as checking costs a host "

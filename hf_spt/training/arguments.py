@@ -25,8 +25,8 @@ def pad_to_multiple_of_field() -> int | None:
     """The `pad_to_multiple_of` field of both phases."""
     return field(
         default=None,
-        metadata={"help": "Pad each batch's width up to a multiple of this (8: shapes GPU kernels prefer; the same "
-                  "tokens are masked whatever the multiple). None: the longest row's width."},
+        metadata={"help": "Pad a padded batch's width up to a multiple of this (8: shapes GPU kernels prefer; equal "
+                  "rows keep theirs; the same tokens are masked whatever the multiple). None: the longest row's width."},
     )
 
 
