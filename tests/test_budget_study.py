@@ -72,6 +72,30 @@ def test_budget_study_runs_end_to_end_and_reports_tokens_controls_and_probes(tmp
     assert (run / "budget_study.png").stat().st_size > 0
 
 
+def test_a_whole_budget_control_trains_every_step_where_patience_stops_the_other(tmp_path):
+    """`early_stopping: false`: the compute-matched arm trains SPT's whole step budget, no patience in its recorded
+    definition, while the arm with the study's patience (1 evaluation) may stop early; both are paired with SPT."""
+    torch.set_num_threads(1)
+    study = {**STUDY, "output_dir": str(tmp_path / "run"),
+             "experiment": {**STUDY["experiment"], "finetune_epochs": 6, "early_stopping_patience": 1},
+             "arms": [{"name": "spt_e1", "pretrain_epochs": 1},
+                      {"name": "scratch_compute_matched_e1", "compute_matched": True, "pretrain_epochs": 1},
+                      {"name": "scratch_compute_matched_full_e1", "compute_matched": True, "pretrain_epochs": 1,
+                       "early_stopping": False}]}
+    study_file = tmp_path / "study.yaml"
+    study_file.write_text(yaml.safe_dump(study))
+    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(study_file), probe_examples=8))
+    cells = tmp_path / "run" / "cells" / "m"
+    assert _max_steps(cells / "scratch_compute_matched_full_e1" / "seed0") == (1 + 6) * 4  # SPT's 1 + 6 epochs
+    definitions = {arm: json.loads((cells / arm / "seed0" / "phase_definition.json").read_text())
+                   for arm in ("scratch_compute_matched_e1", "scratch_compute_matched_full_e1")}
+    assert definitions["scratch_compute_matched_e1"]["early_stopping_patience"] == 1
+    assert definitions["scratch_compute_matched_full_e1"]["early_stopping_patience"] is None
+    rows = json.loads((tmp_path / "run" / "budget_study.json").read_text())
+    assert {row["arm"] for row in rows} == {"spt", "scratch_compute_matched", "scratch_compute_matched_full"}
+    assert "scratch_compute_matched_full" in (tmp_path / "run" / "budget_study.md").read_text()
+
+
 def test_a_run_naming_a_new_seed_reports_the_seeds_the_folder_already_holds(tmp_path, capsys):
     """`--seeds 1` into a folder that holds seed 0 trains seed 1 only and reports both (it reported seed 1 alone)."""
     torch.set_num_threads(1)

@@ -14,6 +14,9 @@ Fields:
     num_layers       grid: depth (default: model.num_hidden_layers or the task preset)
     compute_matched  grid: fine-tune for as many optimizer steps as the SPT arm's pretraining and fine-tuning
                      budgets together (scratch with SPT's budget)
+    early_stopping   false: train the whole budget, the experiment's `early_stopping_patience` left out (a
+                     compute-matched control that uses all of SPT's compute; the test still scores its
+                     best-validation checkpoint, as every arm's)
     model            grid: model settings over the task's, for scratch arms only (a locality control:
                      {position_embedding_type: alibi})
     start            without pretrain: "model" (the model's weights, `model_name_or_path`'s; random without
@@ -49,6 +52,7 @@ class Arm:
     model: dict[str, Any] = field(default_factory=dict)
     start: Literal["model", "random"] = "model"
     method: str | None = None
+    early_stopping: bool = True
 
     def __post_init__(self):
         implied = (self.init_parts, self.pretrain_task) + (() if self.compute_matched else (self.pretrain_epochs,))

@@ -13,14 +13,16 @@ ARM_WORDS = {"scratch": "scratch", "scratch_compute_matched": "compute-matched s
              "spt_qk": "fresh model with SPT's W_Q/W_K", "spt_frozen_attention": "SPT, attention frozen",
              "scratch_alibi": "ALiBi scratch", "scratch_rotary": "rotary scratch", "scratch_L1": "1-layer scratch",
              "spt_L1": "1-layer SPT", "scratch_compute_matched_L1": "1-layer compute-matched scratch",
-             "scratch_frozen_attention": "scratch, attention frozen"}
+             "scratch_frozen_attention": "scratch, attention frozen",
+             "scratch_compute_matched_full": "compute-matched scratch, whole budget"}
 """Arm kind (the name without its `_e<E>` budget) -> the words the docs use."""
 
 ARM_COLOURS = {"scratch": "tab:gray", "scratch_compute_matched": "tab:orange", "spt": "tab:blue",
                "spt_qk": "tab:purple", "spt_frozen_attention": "tab:cyan", "scratch_alibi": "tab:red",
                "scratch_rotary": "tab:green", "scratch_L1": "tab:brown", "spt_L1": "tab:pink",
-               "scratch_compute_matched_L1": "tab:olive", "scratch_frozen_attention": "black"}
-"""Arm kind -> its colour in every figure (matplotlib's tab10 and black: eleven distinct colours)."""
+               "scratch_compute_matched_L1": "tab:olive", "scratch_frozen_attention": "black",
+               "scratch_compute_matched_full": "gold"}
+"""Arm kind -> its colour in every figure (matplotlib's tab10, black and gold: twelve distinct colours)."""
 
 CONFIG_WORDS = {"digits8": "digits, 8x8 pixels (64 tokens)", "digits16": "digits, 16x16 pixels (256 tokens)",
                 "digits16_n150": "digits 16x16, 150 labelled pictures",
@@ -28,6 +30,8 @@ CONFIG_WORDS = {"digits8": "digits, 8x8 pixels (64 tokens)", "digits16": "digits
                 "digits16_n600": "digits 16x16, 600 labelled pictures",
                 "digits16_mechanism": "digits 16x16, mechanism arms", "digits32": "digits, 32x32 pixels (1,024 tokens)",
                 "digits32_e40": "digits 32x32, 40 SPT epochs",
+                "digits16_whole_budget": "digits 16x16, scratch given SPT's whole budget",
+                "digits16_n300_whole_budget": "digits 16x16, 300 pictures, scratch given SPT's whole budget",
                 "pathfinder24_cl4_d0": "Pathfinder 24x24, 4 dashes", "pathfinder24_cl2_d0": "Pathfinder 24x24, 2 dashes",
                 "pathfinder24_cl2_d0_left": "Pathfinder 24x24, column label",
                 "pathfinder24_cl2_d0_left_seeds": "Pathfinder 24x24, column label, three seeds"}

@@ -74,6 +74,8 @@ def unit_phase(grid: Grid, kind: str, unit: PretrainJob | Cell, tasks: dict | No
         task, config = prepare_unit(grid, unit.task, unit.seed, unit.num_layers, tasks)
         return pretrain_phase(task, config, replace(exp, pretrain_epochs=unit.epochs), training, unit.folder(grid))
     arm = arm_named(grid, unit.arm)
+    if not arm.early_stopping:  # the whole budget: no patience (recorded as such in the cell's definition)
+        exp = replace(exp, early_stopping_patience=None)
     task, config = prepare_unit(grid, unit.task, unit.seed, arm.num_layers, tasks, arm)
     job = pretrain_job(grid, unit)
     epochs = None
