@@ -7,12 +7,10 @@ load reports and value ranges: tiny runs of about a second each.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_spt_cli
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.errors import UserInputError
@@ -25,7 +23,6 @@ from hf_spt.experiments.pipeline import prepare_task, run_experiment
 from hf_spt.tasks import load_task
 from hf_spt.tasks.common import DataFormatError
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(folder: Path, **settings) -> dict:
@@ -188,12 +185,9 @@ def test_bad_grid_files_are_user_errors(tmp_path, text, message):
     (["--train_file", "x.csv"], "error: Settings this run would not read"),
     (["--config_file", "nope.yaml"], "error: --config_file nope.yaml: no such file"),
 ])
-def test_run_spt_user_errors_exit_2_in_one_line(tmp_path, argv, message):
-    command = [sys.executable, str(ROOT / "run_scripts" / "run_spt.py"), "--output_dir", str(tmp_path / "run"), *argv]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
-    assert completed.returncode == 2 and "Traceback" not in completed.stderr
-    assert message in completed.stderr
+def test_run_spt_user_errors_exit_2_in_one_line(tmp_path, capsys, argv, message):
+    status, last_line = run_spt_cli(["--output_dir", str(tmp_path / "run"), *argv], capsys)  # the script's entry point
+    assert status == 2 and message in last_line
 
 
 @pytest.mark.parametrize("change, message", [

@@ -15,6 +15,8 @@ import pandas as pd
 import pytest
 from tiny_backbone_runs import tiny_arguments
 
+from conftest import run_spt_cli
+
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.arguments import DataArguments
 from hf_spt.experiments.exit_status import USER_ERROR_STATUS, run_cli
@@ -118,30 +120,16 @@ def test_cli_prints_user_errors_in_one_line_and_exits_2(capsys, monkeypatch):
         run_cli(bug, [])
 
 
-def test_run_spt_bad_option_exits_2_without_traceback(tmp_path):
+def test_run_spt_bad_option_exits_2_without_traceback(tmp_path, capsys):
     command = [sys.executable, str(ROOT / "run_scripts" / "run_spt.py"), "--output_dir", str(tmp_path / "run"),
                "--task_options", '{"num_trian": 10}']
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    quiet = subprocess.run(command, capture_output=True, text=True, env=env)
-    assert quiet.returncode == 2 and "Traceback" not in quiet.stderr
-    assert quiet.stderr.strip().splitlines()[-1].startswith("error: Task 'markov' has no option(s) ['num_trian']")
+    status, last_line = run_spt_cli(command[2:], capsys)  # in-process: the script's own entry point
+    assert status == 2 and last_line.startswith("error: Task 'markov' has no option(s) ['num_trian']")
     assert not (tmp_path / "run").exists()  # nothing written
-    unknown_flag = subprocess.run(command[:2] + ["--no_such_flag", "1"], capture_output=True, text=True, env=env)
-    assert unknown_flag.returncode == 2 and "Traceback" not in unknown_flag.stderr
-    debug = subprocess.run(command + ["--debug"], capture_output=True, text=True, env=env)
+    assert run_spt_cli(["--no_such_flag", "1"], capsys)[0] == 2
+    debug = subprocess.run(command + ["--debug"], capture_output=True, text=True, env=env)  # a real process's traceback
     assert debug.returncode == 1 and "Traceback" in debug.stderr
-
-
-def run_spt_cli(argv: list[str], capsys) -> tuple[int, str]:
-    """run_scripts/run_spt.py's entry point as the script calls it: (exit status, its last line on stderr)."""
-    spec = importlib.util.spec_from_file_location("run_spt", ROOT / "run_scripts" / "run_spt.py")
-    run_spt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_spt)
-    with pytest.raises(SystemExit) as exit_info:
-        run_cli(lambda args: run_spt.main(*run_spt.parse_arguments(args)), argv)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    return exit_info.value.code, err.strip().splitlines()[-1]  # the last line: datasets' progress bars come first
 
 
 def custom_run(tmp_path: Path, train_file: Path) -> list[str]:
