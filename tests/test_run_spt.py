@@ -245,6 +245,22 @@ def test_unread_setting_in_a_config_file_is_an_error_too(tmp_path):
         parse_arguments(["--config_file", str(config)])
 
 
+def test_device_defaults_on_a_cpu_and_on_an_accelerator(tmp_path, monkeypatch):
+    """Pinned memory, non-blocking copies and widths a multiple of 8 on an accelerator only; a flag given wins."""
+    import hf_spt.experiments.phase_arguments as phase_arguments
+
+    on_cpu, _ = phase_arguments_of(TINY, tmp_path)
+    assert (on_cpu.dataloader_pin_memory, on_cpu.pad_to_multiple_of, on_cpu.accelerator_config.non_blocking) == (
+        False, None, False)
+    monkeypatch.setattr(phase_arguments, "accelerator_available", lambda training: True)
+    kwargs = phase_arguments.trainer_kwargs(*parse_arguments(TINY)[2:], "pretrain", tmp_path, 32)
+    assert (kwargs["dataloader_pin_memory"], kwargs["pad_to_multiple_of"], kwargs["accelerator_config"]) == (
+        True, 8, {"non_blocking": True})
+    given = parse_arguments(TINY + ["--pad_to_multiple_of", "64", "--dataloader_pin_memory", "false"])
+    kwargs = phase_arguments.trainer_kwargs(*given[2:], "pretrain", tmp_path, 32)
+    assert (kwargs["dataloader_pin_memory"], kwargs["pad_to_multiple_of"]) == (False, 64)
+
+
 def test_no_pin_memory_warning_without_an_accelerator(tmp_path):
     if torch.accelerator.is_available():
         pytest.skip("an accelerator pins memory")

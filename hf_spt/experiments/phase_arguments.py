@@ -5,8 +5,8 @@ per phase, the budget (epochs, learning rate, batch size, max steps) is the per-
 the generic flag, else our default (`ExperimentArguments.phase_setting`). Each phase writes to its
 own folder and, with `--push_to_hub`, to its own Hub repo. The training sampler is the flag when
 given, else the phase's data decide (`default_sampling_strategy`: length-grouped batches when
-lengths vary). Data loaders pin memory, and batches are padded to a width multiple of 8, only
-when an accelerator can use it: on a CPU-only machine PyTorch would warn at every evaluation,
+lengths vary). Data loaders pin memory and copy batches to the device without blocking the host,
+and padded batches are widened to a multiple of 8, only when an accelerator can use it: on a CPU-only machine PyTorch would warn at every evaluation,
 and wider batches only cost time (CPU runs stay bit-identical to those before the multiple).
 """
 
@@ -73,6 +73,9 @@ def trainer_kwargs(
         "dataloader_pin_memory": not on_cpu if pin_memory is None else pin_memory,
         "pad_to_multiple_of": (None if on_cpu else GPU_PAD_MULTIPLE) if training.pad_to_multiple_of is None
         else training.pad_to_multiple_of,
+        # on an accelerator, batches copied from pinned memory without blocking the host (Accelerate's non_blocking)
+        "accelerator_config": ({"non_blocking": True} if not on_cpu else None) if training.accelerator_config is None
+        else training.accelerator_config,
         # --bf16 without an accelerator: transformers asks for use_cpu, then autocasts on the CPU
         **({"use_cpu": True} if training.bf16 and on_cpu else {}),
     }
