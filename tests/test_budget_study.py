@@ -315,3 +315,21 @@ def test_add_seeds_joins_other_seeds_of_a_configuration_run_into_another_folder(
         combined_reports([report, later], added=["esay"])
     with pytest.raises(UserInputError, match="name each configuration in one"):
         run_budget_study.BudgetStudyArguments(combine=f"{report},{later}", add_seeds="easy", replace_configs="easy")
+
+
+def test_the_paired_figure_draws_each_study_of_several_configurations(tmp_path):
+    """`budget_study_paired.png`: one panel per study that pools several configurations, none for a lone one."""
+    from hf_spt.experiments.suites.budget_report import PAIRED_PLOT_NAME, write_study_report
+
+    rows = []
+    for config, gain in (("a", 0.05), ("b", 0.10), ("lone", 0.0)):
+        for seed in (0, 1, 2):
+            for arm, score, tokens in (("spt", 0.5 + gain + 0.01 * seed, 100), ("scratch", 0.5, 0),
+                                       ("scratch_compute_matched", 0.5 - 0.01 * seed, 100)):
+                rows.append({"config": config, "arm": arm, "seed": seed, "test_accuracy": score,
+                             "pretrain_tokens": tokens if arm == "spt" else 0, "budget_tokens": tokens,
+                             "num_layers": 1, "pretrain_epochs": 1.0 if tokens else None, "model": None})
+    evidence = study_evidence(rows, {"two_configs": ["a", "b"], "one_config": ["lone"]})
+    write_study_report(rows, [], summarize_study(rows), evidence, tmp_path)
+    assert {entry["scope"] for entry in evidence["pooled"] if len(entry["configs"]) > 1} == {"two_configs"}
+    assert (tmp_path / PAIRED_PLOT_NAME).stat().st_size > 0

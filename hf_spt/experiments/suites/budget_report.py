@@ -5,13 +5,15 @@ pretraining tokens (SPT, compute-matched scratch and any other arm per budget, s
 control arms as horizontal lines), SPT's gain over each scratch arm, and per SPT checkpoint the MLM loss beside the unigram
 loss and the near-2 proximity ratio of every layer: whether pretraining left the frequency plateau
 and turned attention local, next to whether accuracy followed. Token axes are logarithmic; arms are named and
-coloured as `arm_labels` says. `budget_study.md` adds SPT's differences paired by seed (`paired_seeds`).
+coloured as `arm_labels` says. `budget_study.md` adds SPT's differences paired by seed (`paired_seeds`), and
+`budget_study_paired.png` draws them with their 95% intervals for each study of several configurations.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+import textwrap
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,8 @@ STUDY_JSON_NAME = "budget_study.json"
 CHECKPOINTS_JSON_NAME = "budget_study_checkpoints.json"
 STUDY_MD_NAME = "budget_study.md"
 STUDY_PLOT_NAME = "budget_study.png"
+PAIRED_PLOT_NAME = "budget_study_paired.png"
+_PAIRED_CONTROLS = {"scratch": "o", "scratch_compute_matched": "s"}  # the controls drawn, by marker
 
 
 def _pct(stats: dict[str, float] | None) -> str:
@@ -177,6 +181,37 @@ def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, A
             _legend_beside(proximity)
 
 
+def plot_paired(evidence: dict[str, list[dict[str, Any]]], path: Path) -> None:
+    """`budget_study_paired.png`: per study of several configurations (a pooled scope), SPT minus each scratch
+    control paired by seed, per configuration and SPT budget and pooled, as the mean with its 95% interval (one
+    seed: the point alone). A gain is resolved where the bar clears the zero line."""
+    scopes = [entry for entry in evidence["pooled"] if len(entry["configs"]) > 1]
+    studies = list(dict.fromkeys(entry["scope"] for entry in scopes))
+    with saved_figure(path, nrows=len(studies), ncols=1, figsize=(11, 3.6 * len(studies)), squeeze=False) as (_, axes):
+        for (axis,), study in zip(axes, studies):
+            configs = next(entry["configs"] for entry in scopes if entry["scope"] == study)
+            for offset, (control, marker) in zip((-0.12, 0.12), _PAIRED_CONTROLS.items()):
+                chosen = [c for c in evidence["paired"] if c["config"] in configs and c["arm"] == "spt"
+                          and c["control"] == control]
+                budgets = {config: sum(c["config"] == config for c in chosen) for config in configs}
+                labels = [config_words(c["config"]) + (f", {c['pretrain_epochs']:g} SPT epochs"
+                                                       if budgets[c["config"]] > 1 else "") for c in chosen]
+                differences = [c["difference"] for c in chosen]
+                differences += [entry["difference"] for entry in scopes
+                                if entry["scope"] == study and entry["control"] == control]
+                labels += ["pooled"] * (len(differences) - len(labels))
+                for index, difference in enumerate(differences):
+                    interval = difference.interval
+                    error = None if interval is None else [[100 * (difference.mean - interval[0])],
+                                                           [100 * (interval[1] - difference.mean)]]
+                    axis.errorbar([index + offset], [100 * difference.mean], yerr=error, fmt=marker, capsize=3,
+                                  color=arm_colour(control, 0), label=arm_words(control) if index == 0 else None)
+                axis.set_xticks(range(len(labels)), [textwrap.fill(label, 24) for label in labels], fontsize=8)
+            axis.axhline(0, color="black", linewidth=0.8)
+            axis.set(ylabel="SPT minus control (points)", title=f"{study}: paired by seed, mean and 95% interval")
+            _legend_beside(axis)
+
+
 def _legend_beside(axis: Any) -> None:
     """The panel's legend to the right of it, where it covers no data."""
     axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -191,6 +226,8 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
     write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints, evidence))
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME)
+    if any(len(entry["configs"]) > 1 for entry in evidence["pooled"]):  # a study of several configurations
+        plot_paired(evidence, output_dir / PAIRED_PLOT_NAME)
 
 
 def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), added: Collection[str] = ()
@@ -229,5 +266,5 @@ def _report_settings(entry: tuple[str, dict[str, Any]]) -> str:
     return json.dumps([kind, {key: value for key, value in values.items() if key not in _MEASURED}], sort_keys=True)
 
 
-__all__ = ["STUDY_JSON_NAME", "CHECKPOINTS_JSON_NAME", "STUDY_MD_NAME", "STUDY_PLOT_NAME", "study_markdown",
-           "plot_study", "write_study_report", "combined_reports"]
+__all__ = ["STUDY_JSON_NAME", "CHECKPOINTS_JSON_NAME", "STUDY_MD_NAME", "STUDY_PLOT_NAME", "PAIRED_PLOT_NAME",
+           "study_markdown", "plot_study", "plot_paired", "write_study_report", "combined_reports"]
