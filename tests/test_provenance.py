@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import torch
+
 from hf_spt.experiments.phases import _finish
 from hf_spt.experiments.suites.budget_report import combined_reports
 from hf_spt.experiments.suites.grid_report import write_report
@@ -35,6 +37,7 @@ def test_every_phase_result_records_the_commit_and_versions(tmp_path):
     assert written == returned and written["eval_loss"] == 1.0
     assert written["commit"] == provenance.package_commit() and written["commit"]
     assert LIBRARIES <= set(written["versions"]) and all(written["versions"][name] for name in LIBRARIES)
+    assert written["torch_threads"] == torch.get_num_threads()
 
 
 def test_the_commit_is_unknown_outside_the_packages_own_checkout(tmp_path, monkeypatch):
