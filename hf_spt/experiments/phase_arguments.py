@@ -6,8 +6,9 @@ the generic flag, else our default (`ExperimentArguments.phase_setting`). Each p
 own folder and, with `--push_to_hub`, to its own Hub repo. The training sampler is the flag when
 given, else the phase's data decide (`default_sampling_strategy`: length-grouped batches when
 lengths vary). Data loaders pin memory and copy batches to the device without blocking the host,
-and padded batches are widened to a multiple of 8, only when an accelerator can use it: on a CPU-only machine PyTorch would warn at every evaluation,
-and wider batches only cost time (CPU runs stay bit-identical to those before the multiple).
+and padded batches are widened to a multiple of 8, only when an accelerator can use it: on a
+CPU-only machine PyTorch would warn at every evaluation, and wider batches only cost time (CPU
+runs stay bit-identical to those before the multiple).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from transformers import TrainingArguments
 from transformers.integrations import get_reporting_integration_callbacks
 
 from ..errors import UserInputError, one_line
-from ..training.hub_kernels import check_hub_kernels_available
 from ..tasks import Task
 from ..training.arguments import FinetuneArguments, PretrainArguments
+from ..training.hub_kernels import check_hub_kernels_available
 from ..training.length_grouping import default_sampling_strategy
 from ..training.losses import class_weights_from_spec
 from ..training.pretrain_trainer import inputs_only
@@ -135,5 +136,5 @@ def check_trainer_settings(exp: ExperimentArguments, training: SharedTrainingArg
             raise UserInputError(f"--report_to {' '.join(args.report_to)}: {one_line(error)}") from None
 
 
-__all__ = ["GPU_PAD_MULTIPLE", "accelerator_available", "masking_rate", "trainer_kwargs", "pretrain_arguments", "finetune_arguments",
-           "check_trainer_settings"]
+__all__ = ["GPU_PAD_MULTIPLE", "accelerator_available", "masking_rate", "trainer_kwargs", "pretrain_arguments",
+           "finetune_arguments", "check_trainer_settings"]

@@ -8,11 +8,12 @@ Each states its changed defaults outright.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from transformers import TrainingArguments
 
 
-def use_hub_kernels_field() -> bool:
+def use_hub_kernels_field() -> Any:
     """The `use_hub_kernels` field of both phases (`training.hub_kernels`: what loading does without it)."""
     return field(
         default=False,
@@ -21,7 +22,7 @@ def use_hub_kernels_field() -> bool:
     )
 
 
-def pad_to_multiple_of_field() -> int | None:
+def pad_to_multiple_of_field() -> Any:
     """The `pad_to_multiple_of` field of both phases."""
     return field(
         default=None,

@@ -42,11 +42,15 @@ PADDED_KEYS = frozenset({"input_ids", "attention_mask", "labels"})
 """The row keys `pad_rows` collates; rows with others (`special_tokens_mask`, ...) go through transformers' path."""
 
 
-def pad_rows(rows: list[Any], pad_value: int, width: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """`rows` (lists or arrays of ints) right-padded with `pad_value` to `width` (default: the longest row), as int64
-    (B, T), and their attention mask (1 on each row's own tokens). Built in numpy: one array, one copy per row."""
+def pad_rows(rows: list[Any], pad_value: int, width: int | None = None,
+             multiple: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """`rows` (lists or arrays of ints) right-padded with `pad_value` to `width` (default: the longest row's, widened
+    to `multiple` when the rows differ in length, `padded_width`), as int64 (B, T), and their attention mask (1 on
+    each row's own tokens). Built in numpy: one array, one copy per row."""
     lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
-    width = int(lengths.max(initial=0)) if width is None else width
+    if width is None:
+        longest = int(lengths.max(initial=0))
+        width = padded_width(longest, multiple, padded=int(lengths.min(initial=longest)) < longest)
     padded = np.full((len(rows), width), pad_value, dtype=np.int64)
     for index, row in enumerate(rows):
         padded[index, : lengths[index]] = row
@@ -182,11 +186,9 @@ class DataCollatorForClassification:
             if f"{prefix}input_ids" in features[0] and self.padding_free:
                 batch.update(flatten(features, prefix))
             elif f"{prefix}input_ids" in features[0]:
-                rows = [feature[f"{prefix}input_ids"] for feature in features]
-                lengths = [len(row) for row in rows]
-                width = padded_width(max(lengths), self.pad_to_multiple_of, padded=min(lengths) < max(lengths))
                 batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"] = pad_rows(
-                    rows, self.tokenizer.pad_token_id, width)
+                    [feature[f"{prefix}input_ids"] for feature in features], self.tokenizer.pad_token_id,
+                    multiple=self.pad_to_multiple_of)
         if "labels" in features[0]:
             labels = [feature["labels"] for feature in features]
             dtype = torch.float if isinstance(labels[0], (float, list)) else torch.long
@@ -194,5 +196,5 @@ class DataCollatorForClassification:
         return batch
 
 
-__all__ = ["PADDED_KEYS", "pad_rows", "padded_width", "widen", "CLASS_LABEL_KEYS", "DataCollatorForSpt", "DataCollatorForClassification", "fixed_masking", "flatten",
-           "without_class_labels"]
+__all__ = ["PADDED_KEYS", "pad_rows", "padded_width", "widen", "CLASS_LABEL_KEYS", "DataCollatorForSpt",
+           "DataCollatorForClassification", "fixed_masking", "flatten", "without_class_labels"]
