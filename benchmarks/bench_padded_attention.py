@@ -7,8 +7,9 @@ the back-end picks its kernel from that. This script times one training step (fo
 of the same SPT model on both, at the same B x T, and names the attention operator each ran (read
 from `torch.profiler`), so the docs can say which path padded batches take and what it costs.
 
-The padded batch has one row one token short (the fewest padded positions that still need a mask),
-so both batches do the same work apart from the mask: the ratio padded / unpadded is the mask's cost.
+The padded batch has every second row one token short (`benchmarking.make_batch`: next to nothing padded,
+but a mask needed), so both batches do the same work apart from the mask: the ratio padded / unpadded is the
+mask's cost.
 `--pad_fraction` pads every second row more, as a random (not length-grouped) batch would.
 Both are timed in alternation in one process (`time_alternating`); quote the ratio, not the seconds.
 
@@ -24,24 +25,11 @@ import argparse
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarking import BenchPreset, build_model, format_table, median, time_alternating, training_step, write_json
+from benchmarking import (BenchPreset, build_model, format_table, make_batch, median, time_alternating, training_step,
+                          write_json)
 
 LISTOPS = BenchPreset("listops", 2000, 24, 512, 6, 8, 2048, 0.1, 32)
 """ListOps with SPT (Amos et al.): 6 layers, d 512, 8 heads, FFN 2048, masking 10%, batch 32, up to 2,000 tokens."""
-
-
-def padded_batch(preset: BenchPreset, device: str, short_rows: slice, pad: int) -> dict[str, torch.Tensor]:
-    """A masked-LM batch of the preset's shape whose rows `short_rows` end in `pad` [PAD] tokens (0 pads: none)."""
-    generator = torch.Generator().manual_seed(0)
-    shape = (preset.batch_size, preset.length)
-    input_ids = torch.randint(4, preset.vocab_size, shape, generator=generator)
-    attention_mask = torch.ones(shape, dtype=torch.long)
-    if pad:
-        attention_mask[short_rows, preset.length - pad:] = 0
-    input_ids = input_ids.masked_fill(attention_mask == 0, 0)
-    masked = (torch.rand(shape, generator=generator) < preset.mlm_probability) & attention_mask.bool()
-    batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": input_ids.masked_fill(~masked, -100)}
-    return {name: tensor.to(device) for name, tensor in batch.items()}
 
 
 def attention_operators(model: torch.nn.Module, batch: dict[str, torch.Tensor], dtype: torch.dtype | None) -> list[str]:
@@ -73,11 +61,12 @@ def main() -> None:
                          LISTOPS.mlm_probability, args.batch_size)
     dtype = torch.bfloat16 if args.bf16 else None
     model = build_model("spt_mlm", preset).to(args.device)
-    batches = {
-        "unpadded": padded_batch(preset, args.device, slice(0), 0),
-        "padded (one row 1 token short)": padded_batch(preset, args.device, slice(0, 1), 1),
-        f"random batch (every 2nd row {args.pad_fraction:.0%} pad)": padded_batch(
-            preset, args.device, slice(1, None, 2), int(args.pad_fraction * preset.length)),
+    batches = {  # make_batch pads every second row by the fraction given
+        "unpadded": make_batch("spt_mlm", preset, device=args.device),
+        "padded (every 2nd row 1 token short)": make_batch("spt_mlm", preset, device=args.device,
+                                                            pad_fraction=1 / preset.length),
+        f"random batch (every 2nd row {args.pad_fraction:.0%} pad)": make_batch(
+            "spt_mlm", preset, device=args.device, pad_fraction=args.pad_fraction),
     }
     seconds = time_alternating({name: (lambda b=batch: training_step(model, b, dtype)) for name, batch in batches.items()},
                                args.repetitions, device=args.device)
