@@ -17,8 +17,8 @@ from typing import Any
 
 from ...analysis.plotting import saved_figure
 from ...runs.folder import write_text
-from .paired_seeds import PAIRED_NOTE, STD_NOTE, paired_difference, paired_table, seed_scores
-from .seed_tables import mean_std_cell, summarize
+from .paired_seeds import PAIRED_NOTE, STD_NOTE, paired_difference, paired_table
+from .seed_tables import mean_std_cell, seed_scores, summarize
 
 RESULTS_CSV_NAME = "results.csv"
 RESULTS_MD_NAME = "results.md"

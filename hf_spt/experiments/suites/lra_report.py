@@ -18,8 +18,8 @@ from typing import Any
 from ...analysis.plotting import saved_figure
 from ...runs.folder import write_json, write_text
 from ...tasks.lra_data import LRA_TASKS
-from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, paired_difference, paired_table, seed_scores
-from .seed_tables import mean_std_cell, one_decimal, summarize
+from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, paired_difference, paired_table
+from .seed_tables import mean_std_cell, one_decimal, seed_scores, summarize
 
 LRA_JSON_NAME = "lra_results.json"
 LRA_MD_NAME = "lra_results.md"

@@ -128,15 +128,6 @@ class PairedDifference:
         return cls(tuple(zip(values["seeds"], values["differences"])))
 
 
-def seed_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dict[Hashable, float]]]:
-    """{task: {arm: {seed: test accuracy}}} of a grid's rows (those with a test accuracy), in first-seen order."""
-    scores: dict[str, dict[str, dict[Hashable, float]]] = {}
-    for row in rows:
-        if row["test_accuracy"] is not None:
-            scores.setdefault(row["task"], {}).setdefault(row["arm"], {})[row["seed"]] = float(row["test_accuracy"])
-    return scores
-
-
 def paired_difference(treated: Mapping[Hashable, float], control: Mapping[Hashable, float]) -> PairedDifference | None:
     """treated - control for every seed both hold ({seed: score} each), in the treated arm's seed order; None when
     they share no seed."""
@@ -179,5 +170,5 @@ def paired_table(labels: list[str], rows: list[tuple[list[str], PairedDifference
             + ["| " + " | ".join([*cells, *paired_cells(difference, scale)]) + " |" for cells, difference in rows])
 
 
-__all__ = ["CONFIDENCE", "PAIRED_NOTE", "PAIRED_HEADER", "STD_NOTE", "t_quantile", "PairedDifference", "seed_scores",
+__all__ = ["CONFIDENCE", "PAIRED_NOTE", "PAIRED_HEADER", "STD_NOTE", "t_quantile", "PairedDifference",
            "paired_difference", "pooled", "paired_cells", "paired_table"]

@@ -7,6 +7,7 @@ that the same numbers read the same way in every table.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Hashable, Iterable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -38,13 +39,20 @@ def mean_std_cell(stats: dict[str, Any] | None, scale: float = 1.0, seeds: str =
     return text
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
-    """{task: {arm: {"mean", "std", "n"}}} of test accuracy, arms in their first-seen order."""
-    scores: dict[str, dict[str, list[float]]] = {}
+def seed_scores(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dict[Hashable, float]]]:
+    """{task: {arm: {seed: test accuracy}}} of a grid's rows (those with a test accuracy), in first-seen order: what
+    each arm's mean ± std (`summarize`) and the paired differences (`paired_seeds`) are computed from."""
+    scores: dict[str, dict[str, dict[Hashable, float]]] = {}
     for row in rows:
         if row["test_accuracy"] is not None:
-            scores.setdefault(row["task"], {}).setdefault(row["arm"], []).append(float(row["test_accuracy"]))
-    return {task: {arm: mean_std(values) for arm, values in arms.items()} for task, arms in scores.items()}
+            scores.setdefault(row["task"], {}).setdefault(row["arm"], {})[row["seed"]] = float(row["test_accuracy"])
+    return scores
 
 
-__all__ = ["MISSING_CELL", "mean_std", "one_decimal", "mean_std_cell", "summarize"]
+def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """{task: {arm: {"mean", "std", "n"}}} of test accuracy over seeds, arms in their first-seen order."""
+    return {task: {arm: mean_std(list(by_seed.values())) for arm, by_seed in arms.items()}
+            for task, arms in seed_scores(rows).items()}
+
+
+__all__ = ["MISSING_CELL", "mean_std", "one_decimal", "mean_std_cell", "seed_scores", "summarize"]
