@@ -3,7 +3,6 @@ traceback; unexpected errors keep theirs."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
