@@ -108,7 +108,8 @@ def build_model(kind: str, preset: BenchPreset, attn_implementation: str = "sdpa
 def make_batch(
     kind: str, preset: BenchPreset, seed: int = 0, device: str = "cpu", pad_fraction: float = 0.0
 ) -> dict[str, torch.Tensor]:
-    """The same random batch for every model: ids, attention mask, and MLM or class labels.
+    """The same random batch for every model: ids, attention mask, and MLM or class labels (MLM: with the masked
+    tokens' `masked_positions`, which `training_step` gives to hf_spt's model only).
 
     With `pad_fraction` > 0, every second row ends in that share of [PAD] tokens (id 0, mask 0),
     as in a batch of unequal texts; otherwise the mask is all ones.
@@ -121,8 +122,11 @@ def make_batch(
     input_ids = input_ids.masked_fill(attention_mask == 0, 0)
     batch = {"input_ids": input_ids, "attention_mask": attention_mask}
     if kind.endswith("mlm"):
+        from hf_spt.training.collators import masked_positions
+
         masked = (torch.rand(shape, generator=generator) < preset.mlm_probability) & attention_mask.bool()
         batch["labels"] = input_ids.masked_fill(~masked, -100)
+        batch["masked_positions"] = masked_positions(batch["labels"])  # as PretrainTrainer's collator gives SPT
     else:
         batch["labels"] = torch.randint(0, 2, (preset.batch_size,), generator=generator)
     return {name: tensor.to(device) for name, tensor in batch.items()}
@@ -132,6 +136,10 @@ def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor], autoca
     """One forward + backward (no optimizer step: it is the same for both models)."""
     model.zero_grad(set_to_none=True)
     device_type = batch["input_ids"].device.type
+    from hf_spt import SptForMaskedLM
+
+    if not isinstance(getattr(model, "_orig_mod", model), SptForMaskedLM):  # `_orig_mod`: a torch.compile'd model
+        batch = {name: tensor for name, tensor in batch.items() if name != "masked_positions"}
     with torch.autocast(device_type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
         loss = model(**batch).loss
     loss.backward()

@@ -15,7 +15,8 @@
        GPU-hours = seeds x (scratch + scratch_compute_matched + spt steps) / (steps/s x 3600)
 4. `bench_padded_attention.py` at ListOps's full batch (32 x 2000, bf16): a padded batch against an unpadded
    one of the same width, and the attention operator each ran.
-5. The GPU-only tests (`tests/test_hub_kernels.py`'s CUDA tests).
+5. The GPU-only tests (`test_on_a_gpu_*` in `GPU_TEST_FILES`: Hub kernels stay off on a loaded model and a whole
+   run offline; a sparse SPT training step gathers the masked tokens without a host sync).
 
 Writes OUTPUT_DIR/gpu_self_check.json (every step's exit status and figures). Without a CUDA device it
 prints what it needs and exits with status 2, as bench_gpu_mfu.py does. On the lent machine, install the
@@ -43,6 +44,7 @@ SEEDS = 3
 DEFAULT_RUN_SECONDS, MFU_SECONDS, LISTOPS_SECONDS, PADDED_SECONDS, TESTS_SECONDS = 75, 75, 120, 60, 60
 WARMUP_STEPS = 50  # the short ListOps run, whose clock is taken off the long one's
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+GPU_TEST_FILES = ("test_hub_kernels.py", "test_masked_positions.py")  # their `test_on_a_gpu_*` tests
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -136,7 +138,8 @@ def main(args: argparse.Namespace) -> dict:
     if (output / "padded_attention.json").is_file():
         report["padded_attention"] = json.loads((output / "padded_attention.json").read_text())
     report["gpu_tests_status"] = run_step([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                           str(ROOT / "tests" / "test_hub_kernels.py"), "-k", "gpu"], TESTS_SECONDS)
+                                           *(str(ROOT / "tests" / name) for name in GPU_TEST_FILES), "-k", "on_a_gpu"],
+                                          TESTS_SECONDS)
     (output / "gpu_self_check.json").write_text(json.dumps(report, indent=1))
     print(json.dumps({k: v for k, v in report.items() if k != "mfu"}, indent=1))
     return report

@@ -183,6 +183,14 @@ def test_gpu_self_check_explains_and_exits_without_a_gpu(monkeypatch, capsys):
     assert stop.value.code == 2 and "needs a CUDA device" in capsys.readouterr().out
 
 
+def test_gpu_self_check_selects_a_gpu_test_in_every_file_it_names():
+    import gpu_self_check
+
+    tests = Path(__file__).resolve().parent
+    for name in gpu_self_check.GPU_TEST_FILES:
+        assert "def test_on_a_gpu_" in (tests / name).read_text(), name
+
+
 def test_early_stopping_ends_finetuning_within_the_epoch_budget(tmp_path):
     from hf_spt.experiments.arguments import DataArguments, ModelArguments
     from hf_spt.experiments.model_config import build_config

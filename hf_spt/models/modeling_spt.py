@@ -256,7 +256,12 @@ class SptForMaskedLM(SptPreTrainedModel):
     projecting every token onto the vocabulary costs T/num_masked times more for nothing, so
     `PretrainTrainer` turns it on for its training steps. The loss is the same either way, and
     under gradient accumulation it is divided by the masked tokens of the whole step
-    (`num_items_in_batch`), as transformers' `ForMaskedLMLoss` does.
+    (`num_items_in_batch`), as transformers' `ForMaskedLMLoss` does. Selecting the labelled rows with
+    `labels != -100` has a size only the device knows, so it waits for the device every step;
+    `masked_positions`, their flat indices into (B * T) computed on the host by the collator
+    (`DataCollatorForSpt(return_masked_positions=True)`), selects the same rows in the same order
+    without that wait. It is read only with sparse prediction and labels, and must index exactly the
+    labelled tokens of `labels`.
     """
 
     _tied_weights_keys = {
@@ -287,6 +292,7 @@ class SptForMaskedLM(SptPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        masked_positions: torch.Tensor | None = None,
         **kwargs,
     ) -> MaskedLMOutput | tuple:
         return_dict = return_dict if return_dict is not None else self.config.return_dict
@@ -300,7 +306,10 @@ class SptForMaskedLM(SptPreTrainedModel):
             return_dict=True,
         )
         hidden_states = outputs.last_hidden_state  # (B, T, D)
-        if labels is not None and self.config.sparse_prediction:
+        if labels is not None and self.config.sparse_prediction and masked_positions is not None:
+            hidden_states = hidden_states.reshape(-1, hidden_states.shape[-1]).index_select(0, masked_positions)
+            labels = labels.reshape(-1).index_select(0, masked_positions)  # (N, D), (N,): no device sync
+        elif labels is not None and self.config.sparse_prediction:
             masked = labels != -100  # (B, T)
             hidden_states, labels = hidden_states[masked], labels[masked]  # (N, D), (N,)
         logits = self.lm_head(hidden_states)  # (B, T, V), or (N, V) when sparse

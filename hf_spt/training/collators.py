@@ -93,6 +93,12 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
     Of the masked tokens, `mask_replace_prob` become [MASK], `random_replace_prob` a random real
     token, the rest stay unchanged (BERT's 80/10/10 by default; 1.0/0.0 for pure [MASK]).
     Labels are -100 everywhere except at masked positions, so the loss reads only those.
+
+    `return_masked_positions` adds `masked_positions`, the flat indices of the labelled tokens, computed here on
+    the host: `SptForMaskedLM`'s sparse prediction then gathers those rows on the accelerator with a size known in
+    advance, where selecting them with `labels != -100` stops the host until the device has counted them, every
+    step. `PretrainTrainer` turns it on for SPT models whose batches reach the model whole (not split along the
+    batch dimension: no `DataParallel`, no `split_batches`).
     """
 
     def __post_init__(self):
@@ -103,11 +109,18 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
         self._replacement_ids = all_ids[~torch.isin(all_ids, self._special_ids)]
 
     padding_free: bool = False
+    return_masked_positions: bool = False
 
     def torch_call(self, examples: list[Any]) -> dict[str, Any]:
         """Mask and pad the rows; rows masked beforehand (with `labels`) are padded only (labels with -100).
-        With `padding_free`, mask and pack them (`flatten`). Class labels are dropped (`without_class_labels`)."""
-        examples = without_class_labels(examples)
+        With `padding_free`, mask and pack them (`flatten`). Class labels are dropped (`without_class_labels`).
+        With `return_masked_positions`, the batch also holds `masked_positions` (`masked_positions`)."""
+        batch = self._masked_batch(without_class_labels(examples))
+        if self.return_masked_positions:
+            batch["masked_positions"] = masked_positions(batch["labels"])
+        return batch
+
+    def _masked_batch(self, examples: list[Any]) -> dict[str, Any]:
         if self.padding_free:
             batch = flatten(examples)
             if "labels" in examples[0]:
@@ -141,6 +154,12 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
         choice = torch.randint(len(self._replacement_ids), (int(to_random.sum()),), generator=self.generator)
         inputs[to_random] = self._replacement_ids[choice]
         return inputs, labels
+
+
+def masked_positions(labels: torch.Tensor) -> torch.Tensor:
+    """The flat indices (N,) into `labels.reshape(-1)` of its labelled tokens (not -100), in row-major order: the
+    rows `labels != -100` selects, found on the host, where counting them costs no device synchronisation."""
+    return torch.nonzero(labels.reshape(-1) != -100).squeeze(1)
 
 
 def flatten(features: list[dict[str, Any]], prefix: str = "") -> dict[str, torch.Tensor]:
@@ -197,4 +216,5 @@ class DataCollatorForClassification:
 
 
 __all__ = ["PADDED_KEYS", "pad_rows", "padded_width", "widen", "CLASS_LABEL_KEYS", "DataCollatorForSpt",
-           "DataCollatorForClassification", "fixed_masking", "flatten", "without_class_labels"]
+           "DataCollatorForClassification", "fixed_masking", "flatten", "masked_positions",
+           "without_class_labels"]

@@ -74,6 +74,14 @@ def check_masking(collator: DataCollatorForSpt, train_dataset: Dataset, batch_si
         )
 
 
+def reaches_model_whole(args: PretrainArguments) -> bool:
+    """Whether each collated batch reaches the model as it was built: flat `masked_positions` index the whole batch,
+    so they are wrong on a slice of it (`DataParallel` over several GPUs of one process, Accelerate's
+    `split_batches` or `dispatch_batches`)."""
+    config = args.accelerator_config
+    return args.n_gpu <= 1 and not config.split_batches and not config.dispatch_batches
+
+
 class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
     """`Trainer` for masked-token self-pretraining.
 
@@ -114,6 +122,7 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
                 random_replace_prob=args.random_replace_prob,
                 padding_free=args.padding_free,
                 pad_to_multiple_of=args.pad_to_multiple_of,
+                return_masked_positions=reaches_model_whole(args) and hasattr(model.config, "sparse_prediction"),
             )
         if isinstance(data_collator, DataCollatorForSpt) and data_collator.mlm:
             if eval_dataset is not None:
@@ -154,10 +163,15 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         """The model's LM loss, or with `token_weighting` its token-weighted mean (from the same forward pass).
 
         Training steps of the SPT encoder compute logits at the masked positions only
-        (`sparse_prediction`); evaluation gets the standard (B, T, V) logits.
+        (`sparse_prediction`, at the collator's `masked_positions` when the batch has them); evaluation gets the
+        standard (B, T, V) logits, and other models never see `masked_positions`.
         """
-        labels = inputs.get("labels")
-        with sparse_prediction(self.accelerator.unwrap_model(model), enabled=model.training):
+        labels, positions = inputs.get("labels"), inputs.pop("masked_positions", None)
+        unwrapped = self.accelerator.unwrap_model(model)
+        if positions is not None and model.training and hasattr(unwrapped.config, "sparse_prediction"):
+            inputs["masked_positions"] = positions  # the sparse rows, found by the collator: no device sync
+            labels = labels.reshape(-1).index_select(0, positions) if labels is not None else None
+        with sparse_prediction(unwrapped, enabled=model.training):
             loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
         if self.token_weights is not None and labels is not None:
             loss = weighted_token_loss(outputs["logits"], labels, self.token_weights, self._causal, num_items_in_batch)
@@ -171,4 +185,5 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         return not getattr(self.data_collator, "mlm", True)
 
 
-__all__ = ["input_lengths", "PretrainTrainer", "check_masking", "inputs_only", "sparse_prediction"]
+__all__ = ["input_lengths", "PretrainTrainer", "check_masking", "inputs_only", "reaches_model_whole",
+           "sparse_prediction"]

@@ -1,0 +1,165 @@
+"""SPT's masked-token gather without a host sync: the collator finds the masked rows' flat indices on the host
+(`masked_positions`), `SptForMaskedLM` selects them with `index_select`, and a training run gives the same
+weights, bit for bit, as selecting them with `labels != -100` on the device."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from datasets import Dataset
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from hf_spt import SptConfig, SptForMaskedLM
+from hf_spt.models.tokenization_spt import build_word_tokenizer
+from hf_spt.training.arguments import PretrainArguments
+from hf_spt.training.collators import DataCollatorForSpt, masked_positions
+from hf_spt.training.pretrain_trainer import PretrainTrainer, reaches_model_whole
+
+ROWS = [[5, 6, 7, 8, 9, 10, 11, 12, 13, 14], [5, 6, 7, 8, 9], [9, 8, 7, 6, 5, 4, 5, 6]]
+
+
+def tiny_config(**kwargs) -> SptConfig:
+    return SptConfig(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=64, max_position_embeddings=64, **kwargs)
+
+
+def tokenizer():
+    return build_word_tokenizer([f"s{i}" for i in range(36)])
+
+
+class OpRecorder(TorchDispatchMode):
+    """The aten operators run inside the block (`aten.index[bool]`: indexing with a boolean mask, whose result size
+    only the device knows; `aten._local_scalar_dense`: a tensor read on the host, `.item()` or a Python `if`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = str(func.overloadpacket)
+        indices = args[1] if name == "aten.index" and len(args) > 1 else ()
+        boolean = any(isinstance(index, torch.Tensor) and index.dtype == torch.bool for index in indices)
+        self.ops.add(f"{name}[bool]" if boolean else name)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("options", [{}, {"pad_to_multiple_of": 8}, {"padding_free": True}])
+def test_the_collator_indexes_exactly_the_labelled_tokens(options):
+    collator = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=True, **options)
+    torch.manual_seed(0)
+    batch = collator([{"input_ids": row} for row in ROWS])
+    flat = batch["labels"].reshape(-1)
+    assert torch.equal(batch["masked_positions"], torch.arange(flat.numel())[flat != -100])
+    assert batch["masked_positions"].numel() > 0
+
+
+def test_rows_masked_beforehand_get_their_positions_too():
+    labels = [[-100, 7, -100], [8, -100, 9]]
+    collator = DataCollatorForSpt(tokenizer(), return_masked_positions=True)
+    batch = collator([{"input_ids": [5, 6, 7], "labels": labels[0]}, {"input_ids": [5, 6, 7], "labels": labels[1]}])
+    assert batch["masked_positions"].tolist() == [1, 3, 5]
+    assert "masked_positions" not in DataCollatorForSpt(tokenizer())([{"input_ids": [5, 6, 7]}])
+
+
+def test_masked_positions_are_row_major_flat_indices():
+    labels = torch.tensor([[-100, 3, 4], [5, -100, -100]])
+    assert masked_positions(labels).tolist() == [1, 2, 3]
+    assert masked_positions(torch.full((2, 3), -100)).numel() == 0
+
+
+def test_the_model_selects_the_same_rows_without_a_data_dependent_operator():
+    torch.manual_seed(0)
+    model = SptForMaskedLM(tiny_config(sparse_prediction=True)).eval()
+    batch = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=True)(
+        [{"input_ids": row} for row in ROWS])
+    positions = batch.pop("masked_positions")
+    batch.pop("attention_mask")  # a padding mask costs transformers' own check (BERT's too); this test is the gather's
+    with OpRecorder() as by_mask:
+        expected = model(**batch)
+    with OpRecorder() as by_positions:
+        given = model(**batch, masked_positions=positions)
+    assert torch.equal(given.logits, expected.logits) and torch.equal(given.loss, expected.loss)
+    data_dependent = {"aten.nonzero", "aten.index[bool]", "aten.masked_select", "aten._local_scalar_dense"}
+    assert "aten.index[bool]" in by_mask.ops  # canary: the recorder sees what boolean selection runs
+    assert not data_dependent & by_positions.ops and "aten.index_select" in by_positions.ops
+
+
+def test_the_sparse_training_forward_compiles_to_one_graph():
+    """`torch.compile` breaks the graph at a boolean selection (its size is data-dependent), which split SPT's
+    training forward in three graphs; on `masked_positions` it is one (dynamo's `explain`, no inductor)."""
+    import torch._dynamo
+
+    torch.manual_seed(0)
+    model = SptForMaskedLM(tiny_config(sparse_prediction=True))
+    batch = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=True)(
+        [{"input_ids": row} for row in ROWS])
+    positions = batch.pop("masked_positions")
+    graphs = {}
+    for name, given in (("mask", None), ("positions", positions)):
+        torch._dynamo.reset()
+        graphs[name] = torch._dynamo.explain(model)(**batch, masked_positions=given).graph_count
+    torch._dynamo.reset()
+    assert graphs == {"mask": 3, "positions": 1}
+
+
+def test_positions_are_read_only_with_sparse_prediction():
+    torch.manual_seed(0)
+    model = SptForMaskedLM(tiny_config()).eval()
+    batch = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=True)(
+        [{"input_ids": row} for row in ROWS])
+    positions = batch.pop("masked_positions")
+    assert model(**batch, masked_positions=positions).logits.shape == (*batch["input_ids"].shape, 40)
+
+
+def _trained_weights(tmp_path, collator_positions: bool | None, **options) -> dict[str, torch.Tensor]:
+    data = Dataset.from_dict({"input_ids": ROWS * 4})
+    args = PretrainArguments(output_dir=str(tmp_path), per_device_train_batch_size=3, max_steps=4, report_to=[],
+                             use_cpu=True, eval_strategy="no", save_strategy="no", load_best_model_at_end=False,
+                             mlm_probability=0.5, seed=3, logging_strategy="no", **options)
+    torch.manual_seed(0)
+    model = SptForMaskedLM(tiny_config())
+    collator = None
+    if collator_positions is not None:
+        collator = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=collator_positions)
+    trainer = PretrainTrainer(model, args, data, processing_class=tokenizer(), data_collator=collator)
+    assert trainer.data_collator.return_masked_positions is (collator_positions is not False)
+    trainer.train()
+    return {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("options", [{}, {"token_weighting": "inverse_frequency"}])
+def test_training_on_positions_gives_the_same_weights_bit_for_bit(tmp_path, options):
+    with_positions = _trained_weights(tmp_path / "a", None, **options)  # the trainer's own collator
+    with_mask = _trained_weights(tmp_path / "b", False, **options)
+    assert all(torch.equal(with_positions[name], with_mask[name]) for name in with_mask)
+
+
+def test_batches_split_after_collation_get_no_positions(tmp_path):
+    def arguments(**accelerator_config) -> PretrainArguments:
+        return PretrainArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[],
+                                 accelerator_config=accelerator_config or None)
+
+    assert reaches_model_whole(arguments())
+    assert not reaches_model_whole(arguments(split_batches=True))
+    assert not reaches_model_whole(arguments(dispatch_batches=True))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU test (benchmarks/gpu_self_check.py runs it)")
+def test_on_a_gpu_a_training_step_gathers_masked_tokens_without_a_sync():
+    """CUDA's sync debug mode raises on a synchronising call: the sparse forward and backward on `masked_positions`
+    raise none, where the boolean selection does (the canary)."""
+    torch.manual_seed(0)
+    model = SptForMaskedLM(tiny_config(sparse_prediction=True)).to("cuda")
+    batch = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=True)(
+        [{"input_ids": row} for row in ROWS])
+    batch = {key: value.to("cuda") for key, value in batch.items()}
+    positions = batch.pop("masked_positions")
+    batch.pop("attention_mask")  # a padding mask costs transformers' own check (BERT's too); this test is the gather's
+    torch.cuda.synchronize()
+    try:
+        torch.cuda.set_sync_debug_mode("error")
+        model(**batch, masked_positions=positions).loss.backward()
+        with pytest.raises(RuntimeError, match="synchroniz"):
+            model(**batch).loss.backward()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
