@@ -70,6 +70,13 @@ def widen(tensor: torch.Tensor, width: int, value: int) -> torch.Tensor:
     return torch.nn.functional.pad(tensor, (0, width - tensor.shape[1]), value=value)
 
 
+def without_attention_mask(batch: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`batch` without its `{prefix}attention_mask`, for a batch none of whose rows is padded: the model then reads
+    all tokens, as with an all-ones mask, but transformers need not check the mask on the device (`mask.all()`, a
+    host sync every forward, before it drops an all-ones mask to keep SDPA's unmasked flash kernel)."""
+    return {key: value for key, value in batch.items() if key != f"{prefix}attention_mask"}
+
+
 def without_class_labels(rows: list[Any]) -> list[Any]:
     """`rows` without their class labels: the `CLASS_LABEL_KEYS` holding one value per row (a class id or name).
 
@@ -94,7 +101,8 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
     token, the rest stay unchanged (BERT's 80/10/10 by default; 1.0/0.0 for pure [MASK]).
     Labels are -100 everywhere except at masked positions, so the loss reads only those.
 
-    `return_masked_positions` adds `masked_positions`, the flat indices of the labelled tokens, computed here on
+    `omit_full_attention_mask` leaves the attention mask out of a batch whose rows all fill its width (see
+    `without_attention_mask`). `return_masked_positions` adds `masked_positions`, the flat indices of the labelled tokens, computed here on
     the host: `SptForMaskedLM`'s sparse prediction then gathers those rows on the accelerator with a size known in
     advance, where selecting them with `labels != -100` stops the host until the device has counted them, every
     step. `PretrainTrainer` turns it on for SPT models whose batches reach the model whole (not split along the
@@ -110,6 +118,7 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
 
     padding_free: bool = False
     return_masked_positions: bool = False
+    omit_full_attention_mask: bool = False
 
     def torch_call(self, examples: list[Any]) -> dict[str, Any]:
         """Mask and pad the rows; rows masked beforehand (with `labels`) are padded only (labels with -100).
@@ -136,9 +145,11 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
             labels = pad_rows([row["labels"] for row in examples], -100, input_ids.shape[1])[0]
         else:
             input_ids, labels = self.torch_mask_tokens(input_ids)
-        width = padded_width(input_ids.shape[1], self.pad_to_multiple_of, padded=not bool(attention_mask.all()))
-        return {"input_ids": widen(input_ids, width, self.tokenizer.pad_token_id),
-                "attention_mask": widen(attention_mask, width, 0), "labels": widen(labels, width, -100)}
+        padded = not bool(attention_mask.all())
+        width = padded_width(input_ids.shape[1], self.pad_to_multiple_of, padded=padded)
+        batch = {"input_ids": widen(input_ids, width, self.tokenizer.pad_token_id),
+                 "attention_mask": widen(attention_mask, width, 0), "labels": widen(labels, width, -100)}
+        return batch if padded or not self.omit_full_attention_mask else without_attention_mask(batch)
 
     def torch_mask_tokens(self, inputs: torch.Tensor, special_tokens_mask: Any = None, offset_mapping: Any = None):
         labels = inputs.clone()
@@ -193,11 +204,14 @@ class DataCollatorForClassification:
     Each id column is padded on its own (a pair gets its own length and `pair_attention_mask`);
     labels are long for class ids, float for regression values and multi-label rows. With
     `padding_free`, each id column is packed instead (`flatten`: `position_ids`, `pair_position_ids`).
+    `omit_full_attention_mask` leaves out the mask of a column none of whose rows is padded
+    (`without_attention_mask`).
     """
 
     tokenizer: PreTrainedTokenizerBase
     pad_to_multiple_of: int | None = None
     padding_free: bool = False
+    omit_full_attention_mask: bool = False
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         batch = {}
@@ -208,6 +222,8 @@ class DataCollatorForClassification:
                 batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"] = pad_rows(
                     [feature[f"{prefix}input_ids"] for feature in features], self.tokenizer.pad_token_id,
                     multiple=self.pad_to_multiple_of)
+                if self.omit_full_attention_mask and bool(batch[f"{prefix}attention_mask"].all()):
+                    batch = without_attention_mask(batch, prefix)
         if "labels" in features[0]:
             labels = [feature["labels"] for feature in features]
             dtype = torch.float if isinstance(labels[0], (float, list)) else torch.long
@@ -217,4 +233,4 @@ class DataCollatorForClassification:
 
 __all__ = ["PADDED_KEYS", "pad_rows", "padded_width", "widen", "CLASS_LABEL_KEYS", "DataCollatorForSpt",
            "DataCollatorForClassification", "fixed_masking", "flatten", "masked_positions",
-           "without_class_labels"]
+           "without_attention_mask", "without_class_labels"]

@@ -46,7 +46,9 @@ def classification_metrics(prediction: EvalPrediction) -> dict[str, float]:
 class FinetuneTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
     """`Trainer` for classification: padding collator and accuracy metrics by default; length-grouped
     batches (a pair by its longer document) and evaluation order: `LengthGroupedSamplingMixin`;
-    `args.padding_free`: packed batches (`check_padding_free` says when)."""
+    `args.padding_free`: packed batches (`check_padding_free` says when). On an accelerator its collator leaves
+    out the attention mask of a batch none of whose rows is padded (`without_attention_mask`: no host sync for
+    transformers' all-ones check; CPU batches keep it, so CPU runs compute exactly as before)."""
 
     def __init__(
         self,
@@ -66,7 +68,8 @@ class FinetuneTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         if data_collator is None:
             if processing_class is None:
                 raise ValueError("FinetuneTrainer needs the tokenizer (processing_class) or a data_collator.")
-            data_collator = DataCollatorForClassification(processing_class, args.pad_to_multiple_of, args.padding_free)
+            data_collator = DataCollatorForClassification(processing_class, args.pad_to_multiple_of, args.padding_free,
+                                                          omit_full_attention_mask=args.device.type != "cpu")
         super().__init__(
             model=model,
             args=args,

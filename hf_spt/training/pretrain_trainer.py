@@ -91,7 +91,10 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
     scores the same masked tokens and the best checkpoint is chosen on a fixed target. On CPU it
     flushes denormals to zero (`args.flush_denormal`; docs/performance.md). Length-grouped batches
     and evaluation order: `LengthGroupedSamplingMixin`; `args.padding_free`: packed batches
-    (`check_padding_free` says when).
+    (`check_padding_free` says when). Its own collator gives SPT models `masked_positions` (where batches reach
+    the model whole, `reaches_model_whole`) and, on an accelerator, leaves out the attention mask of a batch none
+    of whose rows is padded: the masked-token gather never syncs the host, and transformers' mask check only on
+    padded batches.
     """
 
     def __init__(
@@ -123,6 +126,7 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
                 padding_free=args.padding_free,
                 pad_to_multiple_of=args.pad_to_multiple_of,
                 return_masked_positions=reaches_model_whole(args) and hasattr(model.config, "sparse_prediction"),
+                omit_full_attention_mask=args.device.type != "cpu",
             )
         if isinstance(data_collator, DataCollatorForSpt) and data_collator.mlm:
             if eval_dataset is not None:

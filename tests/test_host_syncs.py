@@ -1,6 +1,8 @@
-"""SPT's masked-token gather without a host sync: the collator finds the masked rows' flat indices on the host
-(`masked_positions`), `SptForMaskedLM` selects them with `index_select`, and a training run gives the same
-weights, bit for bit, as selecting them with `labels != -100` on the device."""
+"""No per-step host sync that hf_spt adds on an accelerator. SPT's masked-token gather: the collator finds the
+masked rows' flat indices on the host (`masked_positions`), `SptForMaskedLM` selects them with `index_select`, and a
+training run gives the same weights, bit for bit, as selecting them with `labels != -100` on the device. Unpadded
+batches: the trainers' collators leave out an all-ones attention mask on an accelerator, which transformers would
+check on the device (a sync) only to drop it."""
 
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ import torch
 from datasets import Dataset
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from hf_spt import SptConfig, SptForMaskedLM
+from hf_spt import SptConfig, SptForMaskedLM, SptForSequenceClassification
 from hf_spt.models.tokenization_spt import build_word_tokenizer
 from hf_spt.training.arguments import PretrainArguments
-from hf_spt.training.collators import DataCollatorForSpt, masked_positions
+from hf_spt.training.arguments import FinetuneArguments
+from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt, masked_positions
+from hf_spt.training.finetune_trainer import FinetuneTrainer
 from hf_spt.training.pretrain_trainer import PretrainTrainer, reaches_model_whole
 
 ROWS = [[5, 6, 7, 8, 9, 10, 11, 12, 13, 14], [5, 6, 7, 8, 9], [9, 8, 7, 6, 5, 4, 5, 6]]
@@ -144,17 +148,68 @@ def test_batches_split_after_collation_get_no_positions(tmp_path):
     assert not reaches_model_whole(arguments(dispatch_batches=True))
 
 
+def test_collators_leave_out_the_attention_mask_of_unpadded_batches_only_when_asked():
+    equal, unequal = [{"input_ids": [5, 6, 7]}] * 2, [{"input_ids": [5, 6, 7]}, {"input_ids": [5, 6]}]
+    for collator in (DataCollatorForSpt(tokenizer(), omit_full_attention_mask=True),
+                     DataCollatorForClassification(tokenizer(), omit_full_attention_mask=True)):
+        assert "attention_mask" not in collator(equal) and "attention_mask" in collator(unequal)
+    for collator in (DataCollatorForSpt(tokenizer()), DataCollatorForClassification(tokenizer())):
+        assert "attention_mask" in collator(equal)  # the default: transformers' collators always give one
+    pairs = [{"input_ids": [5, 6], "pair_input_ids": [7, 8, 9]}, {"input_ids": [5, 6], "pair_input_ids": [7]}]
+    batch = DataCollatorForClassification(tokenizer(), omit_full_attention_mask=True)(pairs)
+    assert "attention_mask" not in batch and "pair_attention_mask" in batch  # each column on its own
+
+
+@pytest.mark.parametrize("model_class", [SptForMaskedLM, SptForSequenceClassification])
+def test_an_unpadded_batch_without_its_mask_computes_the_same_without_a_host_read(model_class):
+    torch.manual_seed(0)
+    model = model_class(tiny_config(num_labels=3, pooling="mean")).eval()
+    input_ids = torch.randint(4, 40, (3, 12))
+    with OpRecorder() as with_mask:
+        expected = model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids)).logits
+    with OpRecorder() as without:
+        given = model(input_ids=input_ids).logits
+    assert torch.allclose(given, expected, atol=1e-6)
+    assert "aten._local_scalar_dense" in with_mask.ops  # canary: transformers reads the all-ones mask on the host
+    assert "aten._local_scalar_dense" not in without.ops
+
+
+def test_on_a_cpu_the_trainers_keep_every_mask(tmp_path):
+    """CPU runs compute exactly as before: the mask of an unpadded batch stays (its pooling sums in another order)."""
+    data = Dataset.from_dict({"input_ids": ROWS, "labels": [0, 1, 0]})
+    common = dict(output_dir=str(tmp_path), use_cpu=True, report_to=[], eval_strategy="no", save_strategy="no",
+                  load_best_model_at_end=False)
+    pretrain = PretrainTrainer(SptForMaskedLM(tiny_config()), PretrainArguments(**common), data,
+                               processing_class=tokenizer())
+    finetune = FinetuneTrainer(SptForSequenceClassification(tiny_config(num_labels=2)), FinetuneArguments(**common),
+                               data, processing_class=tokenizer())
+    assert not pretrain.data_collator.omit_full_attention_mask and not finetune.data_collator.omit_full_attention_mask
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU test (benchmarks/gpu_self_check.py runs it)")
-def test_on_a_gpu_a_training_step_gathers_masked_tokens_without_a_sync():
-    """CUDA's sync debug mode raises on a synchronising call: the sparse forward and backward on `masked_positions`
-    raise none, where the boolean selection does (the canary)."""
+def test_on_a_gpu_the_trainers_leave_out_full_masks(tmp_path):
+    data = Dataset.from_dict({"input_ids": ROWS, "labels": [0, 1, 0]})
+    common = dict(output_dir=str(tmp_path), report_to=[], eval_strategy="no", save_strategy="no",
+                  load_best_model_at_end=False)
+    pretrain = PretrainTrainer(SptForMaskedLM(tiny_config()), PretrainArguments(**common), data,
+                               processing_class=tokenizer())
+    finetune = FinetuneTrainer(SptForSequenceClassification(tiny_config(num_labels=2)), FinetuneArguments(**common),
+                               data, processing_class=tokenizer())
+    assert pretrain.data_collator.omit_full_attention_mask and finetune.data_collator.omit_full_attention_mask
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU test (benchmarks/gpu_self_check.py runs it)")
+def test_on_a_gpu_a_training_step_on_an_unpadded_batch_runs_without_a_sync():
+    """CUDA's sync debug mode raises on a synchronising call: the sparse forward and backward on an unpadded batch
+    as the trainers' collators give it on a GPU (positions, no mask) raise none, where the boolean selection does
+    (the canary)."""
     torch.manual_seed(0)
     model = SptForMaskedLM(tiny_config(sparse_prediction=True)).to("cuda")
-    batch = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=True)(
-        [{"input_ids": row} for row in ROWS])
-    batch = {key: value.to("cuda") for key, value in batch.items()}
+    collator = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=True,
+                                  omit_full_attention_mask=True)
+    batch = {key: value.to("cuda") for key, value in collator([{"input_ids": row[:5]} for row in ROWS]).items()}
+    assert "attention_mask" not in batch
     positions = batch.pop("masked_positions")
-    batch.pop("attention_mask")  # a padding mask costs transformers' own check (BERT's too); this test is the gather's
     torch.cuda.synchronize()
     try:
         torch.cuda.set_sync_debug_mode("error")
