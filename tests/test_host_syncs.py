@@ -174,28 +174,26 @@ def test_an_unpadded_batch_without_its_mask_computes_the_same_without_a_host_rea
     assert "aten._local_scalar_dense" not in without.ops
 
 
-def test_on_a_cpu_the_trainers_keep_every_mask(tmp_path):
-    """CPU runs compute exactly as before: the mask of an unpadded batch stays (its pooling sums in another order)."""
+def trainers_omit_full_masks(tmp_path, **device) -> tuple[bool, bool]:
+    """Whether `PretrainTrainer`'s and `FinetuneTrainer`'s own collators leave out all-ones masks."""
     data = Dataset.from_dict({"input_ids": ROWS, "labels": [0, 1, 0]})
-    common = dict(output_dir=str(tmp_path), use_cpu=True, report_to=[], eval_strategy="no", save_strategy="no",
-                  load_best_model_at_end=False)
+    common = dict(output_dir=str(tmp_path), report_to=[], eval_strategy="no", save_strategy="no",
+                  load_best_model_at_end=False, **device)
     pretrain = PretrainTrainer(SptForMaskedLM(tiny_config()), PretrainArguments(**common), data,
                                processing_class=tokenizer())
     finetune = FinetuneTrainer(SptForSequenceClassification(tiny_config(num_labels=2)), FinetuneArguments(**common),
                                data, processing_class=tokenizer())
-    assert not pretrain.data_collator.omit_full_attention_mask and not finetune.data_collator.omit_full_attention_mask
+    return pretrain.data_collator.omit_full_attention_mask, finetune.data_collator.omit_full_attention_mask
+
+
+def test_on_a_cpu_the_trainers_keep_every_mask(tmp_path):
+    """CPU runs compute exactly as before: the mask of an unpadded batch stays (its pooling sums in another order)."""
+    assert trainers_omit_full_masks(tmp_path, use_cpu=True) == (False, False)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU test (benchmarks/gpu_self_check.py runs it)")
 def test_on_a_gpu_the_trainers_leave_out_full_masks(tmp_path):
-    data = Dataset.from_dict({"input_ids": ROWS, "labels": [0, 1, 0]})
-    common = dict(output_dir=str(tmp_path), report_to=[], eval_strategy="no", save_strategy="no",
-                  load_best_model_at_end=False)
-    pretrain = PretrainTrainer(SptForMaskedLM(tiny_config()), PretrainArguments(**common), data,
-                               processing_class=tokenizer())
-    finetune = FinetuneTrainer(SptForSequenceClassification(tiny_config(num_labels=2)), FinetuneArguments(**common),
-                               data, processing_class=tokenizer())
-    assert pretrain.data_collator.omit_full_attention_mask and finetune.data_collator.omit_full_attention_mask
+    assert trainers_omit_full_masks(tmp_path) == (True, True)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU test (benchmarks/gpu_self_check.py runs it)")
