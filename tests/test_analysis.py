@@ -247,13 +247,18 @@ def test_callback_logs_proximity_to_trainer_logs_and_json(tiny_run):
     assert (tiny_run / "scratch" / "proximity_log.json").is_file()
 
 
+def run_analysis(argv: list[str]) -> dict:
+    """run_scripts/run_analysis.py's `main` on `argv`, in this process (the command-line wrapper: the exit-status tests)."""
+    sys.path.insert(0, str(ROOT / "run_scripts"))
+    from run_analysis import main, parse_arguments
+
+    return main(*parse_arguments(argv))
+
+
 def test_run_analysis_writes_report_for_several_models(tiny_run, tmp_path):
-    command = [sys.executable, str(ROOT / "run_scripts" / "run_analysis.py"), "--task", "markov",
-               "--task_options", json.dumps(TINY_TASK), "--model", str(tiny_run / "scratch"), str(tiny_run / "spt"),
-               str(tiny_run / "pretrain"), "--output_dir", str(tmp_path), "--num_examples", "8",
-               "--probe_batch_size", "8", "--weight_decay_sweep", "0.1", "--frequency_buckets", "2"]
-    subprocess.run(command, check=True, capture_output=True, env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
-                                                                   "PATH": "/usr/bin:/bin"})
+    run_analysis(["--task", "markov", "--task_options", json.dumps(TINY_TASK), "--model", str(tiny_run / "scratch"),
+                  str(tiny_run / "spt"), str(tiny_run / "pretrain"), "--output_dir", str(tmp_path), "--num_examples",
+                  "8", "--probe_batch_size", "8", "--weight_decay_sweep", "0.1", "--frequency_buckets", "2"])
     report = json.loads((tmp_path / "report.json").read_text())
     assert set(report["proximity"]) == {"scratch", "spt", "pretrain"}
     assert set(report["positional_kernel"]) == {"scratch", "spt", "pretrain"}
@@ -287,10 +292,8 @@ def test_evaluating_restores_training_mode_and_saved_figure_closes(tmp_path):
 
 def test_run_analysis_reads_the_run(tiny_run):
     """--run finds the run's models and its task settings (results.json): no --task_options retyped."""
-    command = [sys.executable, str(ROOT / "run_scripts" / "run_analysis.py"), "--run", str(tiny_run),
-               "--num_examples", "4", "--probe_batch_size", "4", "--frequency_buckets", "2", "--seed", "0"]
-    subprocess.run(command, check=True, capture_output=True, env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
-                                                                   "PATH": "/usr/bin:/bin"})
+    run_analysis(["--run", str(tiny_run), "--num_examples", "4", "--probe_batch_size", "4", "--frequency_buckets", "2",
+                  "--seed", "0"])
     report = json.loads((tiny_run / "analysis" / "report.json").read_text())
     assert report["models"] == {name: str(tiny_run / name) for name in ("scratch", "spt", "pretrain")}
     assert report["task"] == "markov" and report["num_examples"] == 4
@@ -301,12 +304,9 @@ def test_run_analysis_reads_the_run(tiny_run):
 def test_more_frequency_buckets_than_token_types_get_one_bucket_per_type(tiny_run, tmp_path):
     """A task with fewer token types than --frequency_buckets (Pathfinder has two) is analysed, not refused at the
     end of the report: one bucket per type, said in the report; the `all` row compares with the unigram loss."""
-    sys.path.insert(0, str(ROOT / "run_scripts"))
-    from run_analysis import main, parse_arguments
-
-    report = main(*parse_arguments(["--run", str(tiny_run), "--model", str(tiny_run / "pretrain"), "--num_examples",
+    report = run_analysis(["--run", str(tiny_run), "--model", str(tiny_run / "pretrain"), "--num_examples",
                                     "4", "--probe_batch_size", "4", "--frequency_buckets", "1000",
-                                    "--output_dir", str(tmp_path)]))
+                                    "--output_dir", str(tmp_path)])
     rows = report["token_frequency"]["pretrain"]
     types = sum(row["token_types"] for row in rows)
     assert len(rows) == types <= 32  # the markov task's 32 symbols, at most
@@ -316,17 +316,14 @@ def test_more_frequency_buckets_than_token_types_get_one_bucket_per_type(tiny_ru
 
 
 def test_run_analysis_flags_contradicting_the_run_are_errors(tiny_run, tmp_path):
-    sys.path.insert(0, str(ROOT / "run_scripts"))
-    from run_analysis import main, parse_arguments
-
     argv = ["--run", str(tiny_run), "--task_options", json.dumps({**TINY_TASK, "length": 99}), "--seed", "3",
             "--output_dir", str(tmp_path)]
     with pytest.raises(ValueError, match=r"contradict the run's results.json") as error:
-        main(*parse_arguments(argv))
+        run_analysis(argv)
     assert "--seed 3 (the run recorded 0)" in str(error.value)
     assert "'length': 99} (the run recorded {" in str(error.value) and "'length': 12}" in str(error.value)
     with pytest.raises(FileNotFoundError, match="no results.json or grid.json there"):
-        main(*parse_arguments(["--run", str(tmp_path)]))
+        run_analysis(["--run", str(tmp_path)])
     assert not any(tmp_path.iterdir())  # nothing analysed or written
 
 
@@ -334,9 +331,6 @@ def test_run_analysis_reads_an_ablation_grid(tmp_path):
     """--run on a run_ablation.py folder: one model per arm of the chosen task and seed, on the grid's data."""
     from hf_spt.experiments.suites.grid_runner import run_grid
     from hf_spt.experiments.suites.grid import parse_grid
-
-    sys.path.insert(0, str(ROOT / "run_scripts"))
-    from run_analysis import main, parse_arguments
 
     grid = {"output_dir": str(tmp_path / "grid"), "seeds": [0, 1],
             "arms": [{"name": "scratch"}, {"name": "spt", "pretrain": True}],
@@ -347,9 +341,9 @@ def test_run_analysis_reads_an_ablation_grid(tmp_path):
     assert json.loads((tmp_path / "grid" / "grid.json").read_text())["seeds"] == [1]  # the grid records itself
     (tmp_path / "grid" / "grid.json").write_text(json.dumps(grid))  # as if both seeds had run
     with pytest.raises(ValueError, match=r"pass --seed, one of \[0, 1\]"):
-        main(*parse_arguments(["--run", str(tmp_path / "grid")]))
-    report = main(*parse_arguments(["--run", str(tmp_path / "grid"), "--seed", "1", "--num_examples", "4",
-                                    "--probe_batch_size", "4", "--frequency_buckets", "2"]))
+        run_analysis(["--run", str(tmp_path / "grid")])
+    report = run_analysis(["--run", str(tmp_path / "grid"), "--seed", "1", "--num_examples", "4",
+                                    "--probe_batch_size", "4", "--frequency_buckets", "2"])
     cells = tmp_path / "grid" / "cells" / "m"
     assert report["models"] == {"scratch_seed1": str(cells / "scratch" / "seed1"),
                                 "spt_seed1": str(cells / "spt" / "seed1"),
@@ -377,14 +371,11 @@ def test_run_analysis_refuses_phases_of_different_runs(tiny_run, tmp_path):
 
     from hf_spt.experiments.suites.analysis_run import one_run_problems
 
-    sys.path.insert(0, str(ROOT / "run_scripts"))
-    from run_analysis import main, parse_arguments
-
     mixed = tmp_path / "mixed"
     shutil.copytree(tiny_run, mixed)
     rerun(mixed, seed=1, mode="scratch", finetune_epochs=1)
     with pytest.raises(ValueError, match=r"--run .*mixed: its phase folders come from different runs") as error:
-        main(*parse_arguments(["--run", str(mixed), "--output_dir", str(tmp_path / "report")]))
+        run_analysis(["--run", str(mixed), "--output_dir", str(tmp_path / "report")])
     message = str(error.value)
     for part in ("spt was trained with seed 0, the run records seed 1",
                  "pretrain was trained with seed 0, the run records seed 1", "the arms read different train data (",
@@ -426,8 +417,5 @@ def test_run_analysis_unreadable_files_exit_2_in_one_line(tiny_run, tmp_path):
     grid = tmp_path / "grid"
     grid.mkdir()
     (grid / "grid.json").write_text('{"seeds": [0], "tasks"')
-    sys.path.insert(0, str(ROOT / "run_scripts"))
-    from run_analysis import main, parse_arguments
-
     with pytest.raises(ValueError, match=rf"--run: {grid / 'grid.json'} is not valid JSON"):
-        main(*parse_arguments(["--run", str(grid)]))
+        run_analysis(["--run", str(grid)])
