@@ -102,11 +102,11 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
     Labels are -100 everywhere except at masked positions, so the loss reads only those.
 
     `omit_full_attention_mask` leaves the attention mask out of a batch whose rows all fill its width (see
-    `without_attention_mask`). `return_masked_positions` adds `masked_positions`, the flat indices of the labelled tokens, computed here on
-    the host: `SptForMaskedLM`'s sparse prediction then gathers those rows on the accelerator with a size known in
-    advance, where selecting them with `labels != -100` stops the host until the device has counted them, every
-    step. `PretrainTrainer` turns it on for SPT models whose batches reach the model whole (not split along the
-    batch dimension: no `DataParallel`, no `split_batches`).
+    `without_attention_mask`). `return_masked_positions` adds `masked_positions`, the flat indices of the
+    labelled tokens, computed here on the host: `SptForMaskedLM`'s sparse prediction then gathers those rows on
+    the accelerator with a size known in advance, where selecting them with `labels != -100` stops the host until
+    the device has counted them, every step. `PretrainTrainer` turns both on where they apply (positions for SPT
+    models whose batches reach the model whole: no `DataParallel`, no `split_batches`; masks on an accelerator).
     """
 
     def __post_init__(self):
@@ -123,8 +123,11 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
     def torch_call(self, examples: list[Any]) -> dict[str, Any]:
         """Mask and pad the rows; rows masked beforehand (with `labels`) are padded only (labels with -100).
         With `padding_free`, mask and pack them (`flatten`). Class labels are dropped (`without_class_labels`).
-        With `return_masked_positions`, the batch also holds `masked_positions` (`masked_positions`)."""
+        With `omit_full_attention_mask`, an unpadded batch has no `attention_mask`; with `return_masked_positions`,
+        the batch also holds `masked_positions` (`masked_positions`)."""
         batch = self._masked_batch(without_class_labels(examples))
+        if self.omit_full_attention_mask and "attention_mask" in batch and bool(batch["attention_mask"].all()):
+            batch = without_attention_mask(batch)
         if self.return_masked_positions:
             batch["masked_positions"] = masked_positions(batch["labels"])
         return batch
@@ -145,11 +148,9 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
             labels = pad_rows([row["labels"] for row in examples], -100, input_ids.shape[1])[0]
         else:
             input_ids, labels = self.torch_mask_tokens(input_ids)
-        padded = not bool(attention_mask.all())
-        width = padded_width(input_ids.shape[1], self.pad_to_multiple_of, padded=padded)
-        batch = {"input_ids": widen(input_ids, width, self.tokenizer.pad_token_id),
-                 "attention_mask": widen(attention_mask, width, 0), "labels": widen(labels, width, -100)}
-        return batch if padded or not self.omit_full_attention_mask else without_attention_mask(batch)
+        width = padded_width(input_ids.shape[1], self.pad_to_multiple_of, padded=not bool(attention_mask.all()))
+        return {"input_ids": widen(input_ids, width, self.tokenizer.pad_token_id),
+                "attention_mask": widen(attention_mask, width, 0), "labels": widen(labels, width, -100)}
 
     def torch_mask_tokens(self, inputs: torch.Tensor, special_tokens_mask: Any = None, offset_mapping: Any = None):
         labels = inputs.clone()
