@@ -19,14 +19,20 @@ from .model_card import ModelCardMixin
 from .padding_free import check_padding_free
 
 
+def has_sparse_prediction(model: PreTrainedModel) -> bool:
+    """Whether `model` is an SPT masked LM, whose `config.sparse_prediction` projects only the masked positions
+    (and which then reads the collator's `masked_positions`); other architectures have no such switch."""
+    return hasattr(model.config, "sparse_prediction")
+
+
 @contextlib.contextmanager
 def sparse_prediction(model: PreTrainedModel, enabled: bool) -> Iterator[None]:
-    """Within the block, an SPT masked LM (`config.sparse_prediction`) projects only the masked positions.
+    """Within the block, an SPT masked LM (`has_sparse_prediction`) projects only the masked positions.
 
     Other architectures have no such switch and are left as they are.
     """
     config = model.config
-    if not enabled or not hasattr(config, "sparse_prediction"):
+    if not enabled or not has_sparse_prediction(model):
         yield
         return
     before, config.sparse_prediction = config.sparse_prediction, True
@@ -125,7 +131,7 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
                 random_replace_prob=args.random_replace_prob,
                 padding_free=args.padding_free,
                 pad_to_multiple_of=args.pad_to_multiple_of,
-                return_masked_positions=reaches_model_whole(args) and hasattr(model.config, "sparse_prediction"),
+                return_masked_positions=reaches_model_whole(args) and has_sparse_prediction(model),
                 omit_full_attention_mask=args.device.type != "cpu",
             )
         if isinstance(data_collator, DataCollatorForSpt) and data_collator.mlm:
@@ -172,9 +178,10 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         """
         labels, positions = inputs.get("labels"), inputs.pop("masked_positions", None)
         unwrapped = self.accelerator.unwrap_model(model)
-        if positions is not None and model.training and hasattr(unwrapped.config, "sparse_prediction"):
+        if positions is not None and model.training and has_sparse_prediction(unwrapped):
             inputs["masked_positions"] = positions  # the sparse rows, found by the collator: no device sync
-            labels = labels.reshape(-1).index_select(0, positions) if labels is not None else None
+            if self.token_weights is not None and labels is not None:  # the weighted loss reads the same rows
+                labels = labels.reshape(-1).index_select(0, positions)
         with sparse_prediction(unwrapped, enabled=model.training):
             loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
         if self.token_weights is not None and labels is not None:
@@ -189,5 +196,5 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         return not getattr(self.data_collator, "mlm", True)
 
 
-__all__ = ["input_lengths", "PretrainTrainer", "check_masking", "inputs_only", "reaches_model_whole",
-           "sparse_prediction"]
+__all__ = ["input_lengths", "PretrainTrainer", "check_masking", "has_sparse_prediction", "inputs_only",
+           "reaches_model_whole", "sparse_prediction"]
