@@ -38,6 +38,7 @@ def test_every_phase_result_records_the_commit_and_versions(tmp_path):
     assert written["commit"] == provenance.package_commit() and written["commit"]
     assert LIBRARIES <= set(written["versions"]) and all(written["versions"][name] for name in LIBRARIES)
     assert written["torch_threads"] == torch.get_num_threads()
+    assert written["cpu"]["model"] and written["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability()
 
 
 def test_the_commit_is_unknown_outside_the_packages_own_checkout(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
-"""What code wrote a result: the package's commit, the libraries' versions and torch's thread count, recorded in
-every `phase.json`.
+"""What code wrote a result: the package's commit, the libraries' versions, torch's thread count and the CPU,
+recorded in every `phase.json`.
 
 A row of a report is read long after its run, often beside rows run at other commits (a seed run later, in
 another checkout); without the commit and versions it was made with, a difference between rows cannot be told
@@ -7,12 +7,16 @@ from a difference between code. The commit is `git describe --always --dirty` of
 (an editable install), "unknown" where the package is not a git checkout's top (an installed wheel) or git is
 missing. The thread count is there because it changes the numbers: CPU reductions split over another number of
 threads add in another order, and over a training run the difference grows (a digits cell at 16x16, 150 pictures,
-seed 0: test 22.75% on 1 thread, the committed row, and 24.5% on 2; docs/lra.md).
+seed 0: test 22.75% on 1 thread, the committed row, and 24.5% on 2; docs/lra.md). The CPU is there for the same
+reason: torch dispatches its kernels by the instruction set it finds (`torch.backends.cpu.get_cpu_capability()`,
+e.g. "AVX2" or "AVX512"), and another kernel rounds in another order, so the same seed, code and thread count on
+another kind of CPU is another run of the same distribution (a digits cell moved by 14 points; docs/lra.md).
 """
 
 from __future__ import annotations
 
 import functools
+import platform
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,7 @@ import torch
 
 from ..training.model_card import installed_versions
 
-PROVENANCE_KEYS = ("commit", "versions", "torch_threads")
+PROVENANCE_KEYS = ("commit", "versions", "torch_threads", "cpu")
 """The keys `run_provenance` adds to a result; a result written before they existed has neither."""
 UNKNOWN_COMMIT = "unknown"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # hf_spt/runs/provenance.py -> the checkout holding hf_spt/
@@ -44,10 +48,26 @@ def package_commit() -> str:
         return UNKNOWN_COMMIT
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_description() -> dict[str, str]:
+    """{"model": the CPU's model name (/proc/cpuinfo's first "model name", else `platform.processor()`, else
+    the machine type), "capability": the kernel level torch dispatches to on it}; read once per process."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return {"model": model or platform.processor() or platform.machine() or "unknown",
+            "capability": torch.backends.cpu.get_cpu_capability()}
+
+
 def run_provenance() -> dict[str, Any]:
     """{"commit": `package_commit()`, "versions": {library: version} of hf_spt, torch, transformers, datasets,
-    accelerate and huggingface_hub}, "torch_threads": the intra-op threads torch computed with}."""
-    return {"commit": package_commit(), "versions": installed_versions(), "torch_threads": torch.get_num_threads()}
+    accelerate and huggingface_hub}, "torch_threads": the intra-op threads torch computed with, "cpu":
+    `cpu_description()`}."""
+    return {"commit": package_commit(), "versions": installed_versions(), "torch_threads": torch.get_num_threads(),
+            "cpu": cpu_description()}
 
 
 def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
@@ -56,4 +76,4 @@ def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
     return {key: result[key] for key in PROVENANCE_KEYS if key in result}
 
 
-__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "package_commit", "run_provenance", "recorded_provenance"]
+__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "package_commit", "cpu_description", "run_provenance", "recorded_provenance"]
