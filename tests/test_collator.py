@@ -10,7 +10,9 @@ from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
 from hf_spt.models.modeling_spt import SptForMaskedLM
-from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
+from hf_spt.errors import UserInputError
+from hf_spt.training.collators import (DataCollatorForClassification, DataCollatorForSpt, check_pad_multiple,
+                                       padded_width)
 from hf_spt.models.tokenization_spt import build_word_tokenizer
 
 SYMBOLS = [f"s{i}" for i in range(20)]
@@ -189,3 +191,25 @@ def test_a_batch_of_equal_rows_keeps_its_width_and_needs_no_mask():
         batch = collator([{**row, "labels": 0} for row in rows] if isinstance(collator, DataCollatorForClassification)
                          else rows)
         assert batch["input_ids"].shape == (4, 100) and bool(batch["attention_mask"].all())
+
+
+def test_padded_widths_stop_at_the_models_positions():
+    """A multiple never widens a batch past the model's positions (`max_width`): ListOps' 1,999 tokens at a multiple
+    of 64 become its 2,000 positions, not 2,048; rows of 23 tokens at a multiple of 8 stay 23 wide in a 23-position
+    model. A multiple no batch can reach is refused up front."""
+    assert padded_width(1999, 64, padded=True, max_width=2000) == 2000
+    assert padded_width(1900, 64, padded=True, max_width=2000) == 1920
+    assert padded_width(23, 8, padded=True, max_width=23) == 23 and padded_width(23, 8, padded=True) == 24
+    assert padded_width(30, 8, padded=True, max_width=23) == 30  # too long for the model: left for it to refuse
+    tokenizer = build_word_tokenizer(SYMBOLS)
+    rows = [{"input_ids": list(range(4, 4 + n))} for n in (23, 11, 17)]
+    for collator in (DataCollatorForSpt(tokenizer, pad_to_multiple_of=8, max_width=23),
+                     DataCollatorForSpt(tokenizer, pad_to_multiple_of=8, max_width=23, seed=0),  # transformers' padding
+                     DataCollatorForClassification(tokenizer, pad_to_multiple_of=8, max_width=23)):
+        batch = collator([{**row, "labels": 0} for row in rows] if isinstance(collator, DataCollatorForClassification)
+                         else rows)
+        assert batch["input_ids"].shape == (3, 23) and batch["attention_mask"].sum() == 23 + 11 + 17
+    with pytest.raises(UserInputError, match="--pad_to_multiple_of 4096 is larger than the model's 23 positions"):
+        check_pad_multiple(4096, 23)
+    check_pad_multiple(23, 23)
+    check_pad_multiple(4096, None)

@@ -21,12 +21,13 @@ from hf_spt.errors import UserInputError
 from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
 from hf_spt.experiments.phase_arguments import finetune_arguments, pretrain_arguments
 from hf_spt.models.heads import pool
-from hf_spt.models.packing import pool_packed
+from hf_spt.models.packing import PackedLayout, pool_packed
 from hf_spt.models.tokenization_spt import build_word_tokenizer
 from hf_spt.tasks import Task, TaskPreset, load_task
 from hf_spt.training.arguments import FinetuneArguments
 from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
 from hf_spt.training.finetune_trainer import FinetuneTrainer
+from hf_spt.training.padding_free import check_padding_free
 from hf_spt.training.length_grouping import default_sampling_strategy, grouping_lengths, lengths_vary
 
 LENGTHS = [5, 12, 3, 9]
@@ -81,7 +82,11 @@ def test_packed_pooling_equals_padded_pooling(pooling):
     mask = padded(rows(LENGTHS))["attention_mask"]
     flat = torch.cat([hidden[i, :n] for i, n in enumerate(LENGTHS)])[None]
     sequence_ids = torch.cat([torch.full((n,), i) for i, n in enumerate(LENGTHS)])[None]
-    torch.testing.assert_close(pool_packed(flat, sequence_ids, pooling), pool(hidden, mask, pooling))
+    positions = torch.cat([torch.arange(n) for n in LENGTHS])[None]
+    bounds = torch.tensor([0, *torch.tensor(LENGTHS).cumsum(0).tolist()], dtype=torch.int32)
+    for layout in (PackedLayout(sequence_ids, bounds, max(LENGTHS), positions),  # the collator's offsets
+                   PackedLayout(sequence_ids, None, max(LENGTHS), positions)):  # derived from position_ids
+        torch.testing.assert_close(pool_packed(flat, layout, pooling), pool(hidden, mask, pooling))
 
 
 @pytest.mark.parametrize("two_tower", [False, True])
@@ -106,19 +111,28 @@ def test_padding_free_spt_collator_masks_real_tokens_and_restarts_positions():
     tokenizer = build_word_tokenizer([f"s{i}" for i in range(95)])
     collator = DataCollatorForSpt(tokenizer, mlm_probability=0.5, padding_free=True, seed=0)
     batch = collator([{"input_ids": row} for row in rows(LENGTHS)])
-    assert set(batch) == {"input_ids", "labels", "position_ids"}
+    assert set(batch) == {"input_ids", "labels", "position_ids", "seq_idx", "cu_seq_lens_q", "cu_seq_lens_k",
+                          "max_length_q", "max_length_k"}
     assert batch["position_ids"][0].tolist() == sum((list(range(n)) for n in LENGTHS), [])
+    assert batch["seq_idx"][0].tolist() == sum(([i] * n for i, n in enumerate(LENGTHS)), [])
+    assert batch["cu_seq_lens_q"].tolist() == [0, 5, 17, 20, 29] and batch["cu_seq_lens_q"].dtype == torch.int32
+    assert batch["max_length_q"] == batch["max_length_k"] == 12
     assert 0 < int((batch["labels"] != -100).sum()) < sum(LENGTHS)
     fixed = collator([{"input_ids": row, "labels": [-100] * len(row)} for row in rows(LENGTHS)])
     assert fixed["labels"].shape == (1, sum(LENGTHS)) and bool((fixed["labels"] == -100).all())
 
 
-def test_padding_free_is_refused_without_flash_attention_on_gpu(tmp_path):
+def test_padding_free_needs_a_varlen_backend_and_names_the_path_it_takes(tmp_path):
     tokenizer = build_word_tokenizer([f"s{i}" for i in range(95)])
     data = Dataset.from_dict({"input_ids": rows(LENGTHS), "labels": [0, 1, 2, 0]})
     args = FinetuneArguments(output_dir=str(tmp_path), padding_free=True, use_cpu=True, report_to=[])
-    with pytest.raises(UserInputError, match="flash_attention_2.*CUDA GPU"):
-        FinetuneTrainer(SptForSequenceClassification(tiny_config()), args, data, processing_class=tokenizer)
+    eager = SptForSequenceClassification(tiny_config())
+    eager.set_attn_implementation("eager")
+    with pytest.raises(UserInputError, match="torch_varlen.*'eager'"):
+        FinetuneTrainer(eager, args, data, processing_class=tokenizer)
+    model = SptForSequenceClassification(tiny_config())  # sdpa, the default: switched to torch_varlen
+    assert check_padding_free(model, args).startswith("block-diagonal SDPA (cpu, not CUDA; float32")
+    assert model.config._attn_implementation == "torch_varlen"
 
 
 def test_lengths_decide_the_default_and_a_pair_counts_its_longer_document():

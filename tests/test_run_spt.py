@@ -269,3 +269,21 @@ def test_no_pin_memory_warning_without_an_accelerator(tmp_path):
         run(TINY + ["--output_dir", str(tmp_path), "--mode", "scratch"])
     assert not [w for w in caught if "pin_memory" in str(w.message)]
     assert not [w for w in caught if "hf_spt" in w.filename or "run_spt" in w.filename], "the package's own warnings"
+
+
+def test_any_width_multiple_trains_on_short_custom_data_and_one_past_the_positions_is_refused(tmp_path):
+    """The GPU's default multiple (8) made explicit on a CPU: custom rows of up to 23 tokens size the model at 23
+    positions, and batches padded to 24 failed at the first step; widths now stop at the positions."""
+    import pandas as pd
+
+    texts = [("ab" * 12)[: 12 + k % 12] for k in range(24)]  # 12 to 23 bytes
+    pd.DataFrame({"text": texts, "label": [k % 2 for k in range(24)]}).to_csv(tmp_path / "train.csv", index=False)
+    argv = ["--task", "custom", "--train_file", str(tmp_path / "train.csv"), "--output_dir", str(tmp_path / "run"),
+            "--task_options", f'{{"cache_dir": "{tmp_path / "cache"}"}}', "--report_to", "none", "--use_cpu",
+            "--hidden_size", "16", "--intermediate_size", "32", "--num_attention_heads", "2", "--num_hidden_layers",
+            "1", "--pretrain_epochs", "1", "--finetune_epochs", "1", "--disable_tqdm", "true"]
+    results = run(argv + ["--pad_to_multiple_of", "8"])
+    assert results["model"]["max_position_embeddings"] == 23 and {arm["arm"] for arm in results["arms"]} == {
+        "scratch", "spt"}
+    with pytest.raises(UserInputError, match="--pad_to_multiple_of 4096 is larger than the model's 23 positions"):
+        run(argv + ["--pad_to_multiple_of", "4096", "--overwrite_output_dir"])

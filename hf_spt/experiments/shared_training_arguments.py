@@ -87,15 +87,17 @@ class SharedTrainingArguments(TrainingArguments):
         "its training lengths vary (std/mean > 0.1: ListOps, Text, Retrieval, custom data), else random.",
         "values": ("random", "sequential", "group_by_length", "batch_rebalance")})
     padding_free: bool = _setting(
-        False, "Both phases: pack each batch's rows without padding (flash attention's varlen kernel); needs "
-        "--attn_implementation flash_attention_2 on a GPU and an SPT model, else a clear error.")
+        False, "Both phases: pack each batch's rows without padding, for a varlen attention kernel: an SPT model on "
+        "torch_varlen (core torch's kernel, chosen for sdpa; CUDA with --bf16/--fp16, else a block-diagonal SDPA "
+        "fallback the run names) or --attn_implementation flash_attention_2 on a GPU, else a clear error.")
     use_hub_kernels: bool = _setting(
         False, "Both phases, every arm: let transformers swap layers (GELU, ...) for kernels downloaded from the Hub "
         "(the `kernels` package); recorded in each phase's definition. Default: every model keeps its own layers and "
         "nothing is fetched (transformers >= 5.25 would otherwise turn them on for loaded models only).")
     pad_to_multiple_of: int | None = _setting(
-        None, "Both phases: pad a padded batch's width up to a multiple of this (default: 8 on an accelerator, where "
-        "aligned shapes keep the fast kernels; none on a CPU, where it would only add padding).", range=POSITIVE_INT)
+        None, "Both phases: pad a padded batch's width up to a multiple of this, never past the model's positions "
+        "(default: 8 on an accelerator, where aligned shapes keep the fast kernels; none on a CPU, where it would only "
+        "add padding; 64 gives fewer distinct widths). Larger than the model's positions: an error.", range=POSITIVE_INT)
     logging_nan_inf_filter: bool = _setting(
         False, "Skip NaN/inf losses in the logged training loss (changed default: off, as checking costs a host "
         "sync every step on a GPU; the loss trained on is the same either way).")

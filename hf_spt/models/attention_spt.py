@@ -4,7 +4,9 @@ Attention goes through transformers' `ALL_ATTENTION_FUNCTIONS` (SDPA by default,
 `output_attentions=True`). Masks come from `transformers.masking_utils.create_bidirectional_mask`,
 as in BERT and ModernBERT: no Python branch on the mask's values, so `torch.export` and
 `torch.compile(fullgraph=True)` trace it, while an eager unpadded batch still gets no mask at all
-and SDPA keeps its fused kernel.
+and SDPA keeps its fused kernel. On an accelerator a padded batch's mask reaches SDPA as given, broadcast over
+queries (`key_padding_mask`): no device check, no (B, 1, T, T) mask. `torch_varlen` (`varlen_attention`) runs
+packed rows on core torch's variable-length flash kernel.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from transformers.masking_utils import create_bidirectional_mask, packed_sequenc
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .positions import alibi_bias, apply_rotary
+from .varlen_attention import TORCH_VARLEN
 
 
 def eager_attention_forward(
@@ -48,25 +51,45 @@ def eager_attention_forward(
     return output, probs
 
 
+ALIBI_NEEDS_A_MASK = "alibi positions need attn_implementation='sdpa' or 'eager', not flash attention."
+"""ALiBi's distance bias is an additive mask, which flash kernels do not take."""
+KEY_MASK_BACKENDS = ("sdpa", "eager", TORCH_VARLEN)
+"""The back-ends that read a boolean mask broadcast over queries, (B, 1, 1, T), as SDPA does."""
+
+
+def key_padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """A padding mask (B, T) as SDPA and eager attention take it, (B, 1, 1, T) boolean (True = attend), broadcast
+    over heads and queries: nothing of size T x T is built."""
+    return attention_mask[:, None, None, :].bool()
+
+
 def attention_bias(
     config: PreTrainedConfig, attention_mask: torch.Tensor | None, embeds: torch.Tensor, alibi: torch.Tensor | None,
     sequence_ids: torch.Tensor | None = None,
 ) -> torch.Tensor | None:
     """The mask the configured attention back-end expects, plus ALiBi's distance bias when `alibi` slopes are given.
 
-    Padding: transformers' bidirectional mask (None when nothing is padded, outside tracing;
+    Padding on a CPU: transformers' bidirectional mask (None when nothing is padded, outside tracing;
     boolean (B, 1, T, T) for SDPA, additive float for eager, the 2D mask for flash attention).
-    A packed row (`sequence_ids`, see `packing`): block-diagonal for SDPA and eager, None for
-    flash attention (its varlen kernel reads the sequence lengths instead).
+    Padding on an accelerator, for SDPA, eager and `torch_varlen`: `key_padding_mask`, as given. transformers
+    would first check the mask on the device (`mask.all()`, to drop an all-ones mask and keep SDPA's unmasked
+    kernel), which stops the host every forward; the trainers' collators leave out an all-ones mask there
+    (`omit_full_attention_mask`), so a mask that reaches the model is a padded batch's. CPU runs keep
+    transformers' path and compute exactly as before.
+    A packed row (`sequence_ids`, see `packing`): block-diagonal for SDPA, eager and `torch_varlen`'s fallback.
     ALiBi (`alibi`: per-head slopes) turns it into an additive float bias (B or 1, H, T, T).
     """
-    packed = None if sequence_ids is None else packed_sequence_mask_function(sequence_ids)
-    mask = create_bidirectional_mask(config=config, inputs_embeds=embeds, attention_mask=attention_mask,
-                                     and_mask_function=packed)
+    if (sequence_ids is None and attention_mask is not None and attention_mask.ndim == 2
+            and embeds.device.type != "cpu" and config._attn_implementation in KEY_MASK_BACKENDS):
+        mask = key_padding_mask(attention_mask)
+    else:
+        packed = None if sequence_ids is None else packed_sequence_mask_function(sequence_ids)
+        mask = create_bidirectional_mask(config=config, inputs_embeds=embeds, attention_mask=attention_mask,
+                                         and_mask_function=packed)
     if alibi is None:
         return mask
     if config._attn_implementation.startswith("flash"):
-        raise ValueError("alibi positions need attn_implementation='sdpa' or 'eager', not flash attention.")
+        raise ValueError(ALIBI_NEEDS_A_MASK)
     bias = alibi_bias(alibi, embeds.shape[1], embeds.dtype)  # (1, H, T, T)
     if mask is None:
         return bias
@@ -129,4 +152,4 @@ class SptAttention(nn.Module):
         return output, probs
 
 
-__all__ = ["eager_attention_forward", "attention_bias", "SptAttention"]
+__all__ = ["ALIBI_NEEDS_A_MASK", "KEY_MASK_BACKENDS", "eager_attention_forward", "key_padding_mask", "attention_bias", "SptAttention"]

@@ -17,7 +17,7 @@ from transformers import PreTrainedConfig
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 from .configuration_spt import check_pooling
-from .packing import packed_sequence_ids, pool_packed
+from .packing import packed_inputs, packed_layout, pool_packed
 
 
 def pooled_size(hidden_size: int, pooling: str) -> int:
@@ -96,15 +96,17 @@ class PooledClassifierMixin:
 
     `**kwargs` takes the Trainer's `num_items_in_batch`, which the loss divides by
     (`classification_loss`), so gradient accumulation gives the full batch's step. A packed batch
-    (`position_ids` restarting per sequence, no mask; `packing`) is pooled per sequence: B rows
-    packed give the same B logits as padded.
+    (`position_ids` restarting per sequence, no mask, the collator's offsets; `packing`) is pooled per
+    sequence: B rows packed give the same B logits as padded.
     """
 
     classifier: nn.Linear
     dropout: nn.Dropout
 
-    def _encode(self, input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states, position_ids):
-        """The encoder's outputs and one pooled vector per sequence: (B, D) padded, (S, D) for a packed row."""
+    def _encode(self, input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states, position_ids,
+                packed: dict):
+        """The encoder's outputs and one pooled vector per sequence: (B, D) padded, (S, D) for a packed row
+        (`packed`: the collator's offsets, `packing.PACKED_KEYS`)."""
         positions = {} if position_ids is None else {"position_ids": position_ids}
         outputs = self.base_model(
             input_ids=input_ids,
@@ -114,10 +116,11 @@ class PooledClassifierMixin:
             output_hidden_states=output_hidden_states,
             return_dict=True,
             **positions,
+            **packed,
         )
-        sequence_ids = packed_sequence_ids(position_ids, attention_mask)
-        if sequence_ids is not None:
-            return outputs, pool_packed(outputs.last_hidden_state, sequence_ids, self.config.pooling)
+        layout = packed_layout(position_ids, attention_mask, packed)
+        if layout is not None:
+            return outputs, pool_packed(outputs.last_hidden_state, layout, self.config.pooling)
         return outputs, pool(outputs.last_hidden_state, attention_mask, self.config.pooling)
 
     def forward(
@@ -136,12 +139,14 @@ class PooledClassifierMixin:
         **kwargs,
     ) -> SequenceClassifierOutput | tuple:
         return_dict = return_dict if return_dict is not None else self.config.return_dict
+        packed, pair_packed = packed_inputs(kwargs), packed_inputs(kwargs, "pair_")
         outputs, pooled = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states,
-                                       position_ids)
+                                       position_ids, packed)
         if self.config.two_tower:
             if pair_input_ids is None:
                 raise ValueError("This model is two-tower (config.two_tower=True): pass pair_input_ids too.")
-            _, pair_pooled = self._encode(pair_input_ids, pair_attention_mask, None, False, False, pair_position_ids)
+            _, pair_pooled = self._encode(pair_input_ids, pair_attention_mask, None, False, False, pair_position_ids,
+                                          pair_packed)
             pooled = torch.cat((pooled, pair_pooled, pooled * pair_pooled, pooled - pair_pooled), dim=-1)
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         loss = None

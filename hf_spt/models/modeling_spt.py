@@ -18,11 +18,12 @@ from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
 
-from .attention_spt import SptAttention, attention_bias, eager_attention_forward
+from .attention_spt import ALIBI_NEEDS_A_MASK, SptAttention, attention_bias, eager_attention_forward
 from .configuration_spt import SptConfig
 from .heads import PooledClassifierMixin, classifier_features
-from .packing import packed_flash_kwargs, packed_sequence_ids, runs_varlen_attention
+from .packing import packed_inputs, packed_layout, runs_varlen_attention
 from .positions import alibi_slopes, rotary_cos_sin, rotary_inverse_frequencies, sinusoidal_table
+from .varlen_attention import TORCH_VARLEN, varlen_kernel_runs
 
 
 class SptEmbeddings(nn.Module):
@@ -146,8 +147,9 @@ class SptModel(SptPreTrainedModel):
     """The bare encoder: embeddings, `num_hidden_layers` pre-LN layers and a final LayerNorm.
 
     Takes padded batches (`attention_mask`) or packed ones: one row of sequences end to end, no
-    mask, `position_ids` restarting at 0 per sequence (transformers' `DataCollatorWithFlattening`
-    layout; `packing`), which flash attention runs without padding.
+    mask, `position_ids` restarting at 0 per sequence and the collator's offsets in `**kwargs`
+    (transformers' `DataCollatorWithFlattening` layout; `packing`), which a varlen kernel
+    (`torch_varlen`, flash attention) runs without padding.
     """
 
     def __init__(self, config: SptConfig):
@@ -166,6 +168,13 @@ class SptModel(SptPreTrainedModel):
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
+
+    def _runs_kernel(self, hidden_states: torch.Tensor) -> bool:
+        """Whether a packed row runs a varlen kernel (flash attention; `torch_varlen` where its kernel runs),
+        else a block-diagonal mask."""
+        if self.config._attn_implementation == TORCH_VARLEN:
+            return varlen_kernel_runs(hidden_states, self.config, self.training)
+        return runs_varlen_attention(self.config)
 
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings.word_embeddings = value
@@ -191,8 +200,8 @@ class SptModel(SptPreTrainedModel):
         if inputs_embeds is None:
             inputs_embeds = self.embeddings.word_embeddings(input_ids)  # (B, T, D)
         batch, length = inputs_embeds.shape[:2]
-        sequence_ids = packed_sequence_ids(position_ids, attention_mask)  # a packed row: sequences end to end
-        longest = int(position_ids.max()) + 1 if sequence_ids is not None else length
+        layout = packed_layout(position_ids, attention_mask, kwargs)  # a packed row: sequences end to end
+        longest = layout.max_length if layout is not None else length
         if longest > self.config.max_position_embeddings:
             raise ValueError(
                 f"Sequence length {longest} exceeds max_position_embeddings={self.config.max_position_embeddings}. "
@@ -202,9 +211,14 @@ class SptModel(SptPreTrainedModel):
         if position_ids is None:
             position_ids = torch.arange(length, device=inputs_embeds.device).expand(batch, length)
         hidden_states = self.embeddings(inputs_embeds, position_ids)
-        bias = attention_bias(self.config, attention_mask, hidden_states, self.alibi_slopes, sequence_ids)
-        flash = sequence_ids is not None and runs_varlen_attention(self.config)
-        attention_kwargs = packed_flash_kwargs(position_ids) if flash else {}
+        if layout is not None and not output_attentions and self._runs_kernel(hidden_states):  # per sequence only
+            if self.alibi_slopes is not None:
+                raise ValueError(ALIBI_NEEDS_A_MASK)
+            bias, attention_kwargs = None, layout.kernel_kwargs()
+        else:
+            sequence_ids = None if layout is None else layout.sequence_ids
+            bias = attention_bias(self.config, attention_mask, hidden_states, self.alibi_slopes, sequence_ids)
+            attention_kwargs = {}
         rotary = None
         if self.rotary_inv_freq is not None:
             rotary = rotary_cos_sin(position_ids, self.rotary_inv_freq, hidden_states.dtype)
@@ -304,6 +318,7 @@ class SptForMaskedLM(SptPreTrainedModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            **packed_inputs(kwargs),  # a packed batch's offsets (`packing.PACKED_KEYS`); the rest is the loss's
         )
         hidden_states = outputs.last_hidden_state  # (B, T, D)
         if labels is not None and self.config.sparse_prediction and masked_positions is not None:

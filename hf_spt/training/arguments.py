@@ -26,8 +26,20 @@ def pad_to_multiple_of_field() -> Any:
     """The `pad_to_multiple_of` field of both phases."""
     return field(
         default=None,
-        metadata={"help": "Pad a padded batch's width up to a multiple of this (8: shapes GPU kernels prefer; equal "
-                  "rows keep theirs; the same tokens are masked whatever the multiple). None: the longest row's width."},
+        metadata={"help": "Pad a padded batch's width up to a multiple of this (8 or 64: shapes GPU kernels prefer, "
+                  "fewer distinct widths), never past the model's positions; equal rows keep theirs; the same tokens "
+                  "are masked whatever the multiple. None: the longest row's width. Larger than the positions: an "
+                  "error."},
+    )
+
+
+def padding_free_field() -> Any:
+    """The `padding_free` field of both phases."""
+    return field(
+        default=False,
+        metadata={"help": "Pack each batch's rows end to end without padding, for a varlen attention kernel: an SPT "
+                  "model on torch_varlen (core torch's kernel, chosen for sdpa models; CUDA with bf16/fp16, else a "
+                  "block-diagonal SDPA fallback that the run names) or flash_attention_2 on a GPU."},
     )
 
 
@@ -86,11 +98,7 @@ class PretrainArguments(SecretFreePickle, TrainingArguments):
         default="none",
         metadata={"help": "none, or inverse_frequency: weight each token id's loss by 1/its count in the training inputs."},
     )
-    padding_free: bool = field(
-        default=False,
-        metadata={"help": "Pack each batch's rows end to end without padding (flash attention's varlen kernel): "
-                  "needs attn_implementation=flash_attention_2 (or another flash kernel), an SPT model and a GPU."},
-    )
+    padding_free: bool = padding_free_field()
     use_hub_kernels: bool = use_hub_kernels_field()
     pad_to_multiple_of: int | None = pad_to_multiple_of_field()
 
@@ -119,13 +127,9 @@ class FinetuneArguments(SecretFreePickle, TrainingArguments):
     class_weights: list[float] | None = field(
         default=None, metadata={"help": "Per-class loss weights for unbalanced single-label data (None: unweighted)."}
     )
-    padding_free: bool = field(
-        default=False,
-        metadata={"help": "Pack each batch's rows end to end without padding (flash attention's varlen kernel): "
-                  "needs attn_implementation=flash_attention_2 (or another flash kernel), an SPT model and a GPU."},
-    )
+    padding_free: bool = padding_free_field()
     use_hub_kernels: bool = use_hub_kernels_field()
     pad_to_multiple_of: int | None = pad_to_multiple_of_field()
 
 
-__all__ = ["use_hub_kernels_field", "pad_to_multiple_of_field", "SecretFreePickle", "PretrainArguments", "FinetuneArguments"]
+__all__ = ["use_hub_kernels_field", "pad_to_multiple_of_field", "padding_free_field", "SecretFreePickle", "PretrainArguments", "FinetuneArguments"]

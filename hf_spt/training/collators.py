@@ -17,9 +17,13 @@ holding one value, as a classification data set in a plain `Trainer` passes it) 
 same way. Both give the tokenizer's `pad` results, value for value (tests/test_collator.py).
 
 With `padding_free=True` both lay a batch's rows end to end in one row instead, as transformers'
-`DataCollatorWithFlattening` does: `input_ids` (1, N), `position_ids` restarting at 0 per row,
-no `attention_mask` (the model's packed path, `hf_spt.models.packing`; for flash attention).
+`DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True)` does: `input_ids` (1, N),
+`position_ids` restarting at 0 per row, no `attention_mask`, and the sequences' offsets computed here on the host
+(`flatten`; the model's packed path, `hf_spt.models.packing`, for `torch_varlen` or flash attention).
 Masking draws per token, so packing masks each sequence as padding would.
+
+A padded width never passes `max_width`, the model's positions, whatever `pad_to_multiple_of` says
+(`padded_width`; `check_pad_multiple` refuses a multiple larger than the positions).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase
 from transformers.utils import logging
 
+from ..errors import UserInputError
+
 logger = logging.get_logger(__name__)
 CLASS_LABEL_KEYS = ("label", "labels", "label_ids")  # the names transformers' Trainer passes labels under
 
@@ -42,15 +48,15 @@ PADDED_KEYS = frozenset({"input_ids", "attention_mask", "labels"})
 """The row keys `pad_rows` collates; rows with others (`special_tokens_mask`, ...) go through transformers' path."""
 
 
-def pad_rows(rows: list[Any], pad_value: int, width: int | None = None,
-             multiple: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_rows(rows: list[Any], pad_value: int, width: int | None = None, multiple: int | None = None,
+             max_width: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """`rows` (lists or arrays of ints) right-padded with `pad_value` to `width` (default: the longest row's, widened
-    to `multiple` when the rows differ in length, `padded_width`), as int64 (B, T), and their attention mask (1 on
-    each row's own tokens). Built in numpy: one array, one copy per row."""
+    to `multiple` but not past `max_width` when the rows differ in length, `padded_width`), as int64 (B, T), and
+    their attention mask (1 on each row's own tokens). Built in numpy: one array, one copy per row."""
     lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
     if width is None:
         longest = int(lengths.max(initial=0))
-        width = padded_width(longest, multiple, padded=int(lengths.min(initial=longest)) < longest)
+        width = padded_width(longest, multiple, padded=int(lengths.min(initial=longest)) < longest, max_width=max_width)
     padded = np.full((len(rows), width), pad_value, dtype=np.int64)
     for index, row in enumerate(rows):
         padded[index, : lengths[index]] = row
@@ -58,11 +64,32 @@ def pad_rows(rows: list[Any], pad_value: int, width: int | None = None,
     return torch.from_numpy(padded), torch.from_numpy(mask)
 
 
-def padded_width(width: int, multiple: int | None, padded: bool) -> int:
+def padded_width(width: int, multiple: int | None, padded: bool, max_width: int | None = None) -> int:
     """A batch's width: its longest row's `width`, rounded up to a multiple of `multiple` when the batch is `padded`
-    (some row shorter: it reaches attention with a mask anyway, which aligned shapes serve best on a GPU). A batch
-    of equal rows keeps its width, so it reaches attention with no mask at all (SDPA's flash kernel on a GPU)."""
-    return width if not (multiple and padded) else -(-width // multiple) * multiple
+    (some row shorter: it reaches attention with a mask anyway, which aligned shapes serve best on a GPU), but
+    never past `max_width`, the model's positions (ListOps' 1,999 tokens at a multiple of 64 become 2,000, its
+    positions, not 2,048), nor under `width`. A batch of equal rows keeps its width, so it reaches attention with no
+    mask at all (SDPA's flash kernel on a GPU)."""
+    if not (multiple and padded):
+        return width
+    rounded = -(-width // multiple) * multiple
+    return rounded if max_width is None else max(width, min(rounded, max_width))
+
+
+def model_max_width(model: Any) -> int | None:
+    """The widest batch `model` reads: its (or its wrapped backbone's) `max_position_embeddings`, None where its
+    config has none (rotary or relative models without a limit)."""
+    config = getattr(model.config, "backbone", None) or model.config.get_text_config()
+    return getattr(config, "max_position_embeddings", None)
+
+
+def check_pad_multiple(multiple: int | None, max_width: int | None) -> None:
+    """Refuse a `pad_to_multiple_of` that no batch can be padded to: one larger than the model's positions
+    `max_width` (every width is capped there, so the multiple would never be met)."""
+    if multiple and max_width is not None and multiple > max_width:
+        raise UserInputError(f"--pad_to_multiple_of {multiple} is larger than the model's {max_width} positions "
+                             f"(max_position_embeddings), so no batch can be padded to it: give a value up to "
+                             f"{max_width} (8 or 64 on a GPU), or none.")
 
 
 def widen(tensor: torch.Tensor, width: int, value: int) -> torch.Tensor:
@@ -102,7 +129,8 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
     Labels are -100 everywhere except at masked positions, so the loss reads only those.
 
     `omit_full_attention_mask` leaves the attention mask out of a batch whose rows all fill its width (see
-    `without_attention_mask`). `return_masked_positions` adds `masked_positions`, the flat indices of the
+    `without_attention_mask`). `max_width` (the model's positions) caps the width `pad_to_multiple_of` widens a
+    padded batch to (`padded_width`). `return_masked_positions` adds `masked_positions`, the flat indices of the
     labelled tokens, computed here on the host: `SptForMaskedLM`'s sparse prediction then gathers those rows on
     the accelerator with a size known in advance, where selecting them with `labels != -100` stops the host until
     the device has counted them, every step. `PretrainTrainer` turns both on where they apply (positions for SPT
@@ -119,6 +147,7 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
     padding_free: bool = False
     return_masked_positions: bool = False
     omit_full_attention_mask: bool = False
+    max_width: int | None = None
 
     def torch_call(self, examples: list[Any]) -> dict[str, Any]:
         """Mask and pad the rows; rows masked beforehand (with `labels`) are padded only (labels with -100).
@@ -142,13 +171,14 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
             return batch
         if not (self.mlm and self.seed is None and examples and isinstance(examples[0], Mapping)
                 and set(examples[0]) <= PADDED_KEYS):  # a seeded collator: transformers' per-process generators
-            return super().torch_call(examples)
+            return capped(super().torch_call(examples), self.max_width)
         input_ids, attention_mask = pad_rows([row["input_ids"] for row in examples], self.tokenizer.pad_token_id)
         if "labels" in examples[0]:  # masked beforehand: pad only
             labels = pad_rows([row["labels"] for row in examples], -100, input_ids.shape[1])[0]
         else:
             input_ids, labels = self.torch_mask_tokens(input_ids)
-        width = padded_width(input_ids.shape[1], self.pad_to_multiple_of, padded=not bool(attention_mask.all()))
+        width = padded_width(input_ids.shape[1], self.pad_to_multiple_of, padded=not bool(attention_mask.all()),
+                             max_width=self.max_width)
         return {"input_ids": widen(input_ids, width, self.tokenizer.pad_token_id),
                 "attention_mask": widen(attention_mask, width, 0), "labels": widen(labels, width, -100)}
 
@@ -168,17 +198,39 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
         return inputs, labels
 
 
+def capped(batch: dict[str, Any], max_width: int | None) -> dict[str, Any]:
+    """A batch that transformers padded (to `pad_to_multiple_of`, uncapped) cut back to `max_width` columns, where
+    the columns past it hold padding only; a longer row is left whole for the model to refuse."""
+    mask = batch.get("attention_mask")
+    if max_width is None or mask is None or mask.shape[1] <= max_width or bool(mask[:, max_width:].any()):
+        return batch
+    return {key: value[:, :max_width] if key in PADDED_KEYS else value for key, value in batch.items()}
+
+
 def masked_positions(labels: torch.Tensor) -> torch.Tensor:
     """The flat indices (N,) into `labels.reshape(-1)` of its labelled tokens (not -100), in row-major order: the
     rows `labels != -100` selects, found on the host, where counting them costs no device synchronisation."""
     return torch.nonzero(labels.reshape(-1) != -100).squeeze(1)
 
 
-def flatten(features: list[dict[str, Any]], prefix: str = "") -> dict[str, torch.Tensor]:
-    """The rows' `{prefix}input_ids` end to end, (1, N), and `{prefix}position_ids` restarting at 0 per row."""
-    rows = [torch.as_tensor(feature[f"{prefix}input_ids"], dtype=torch.long) for feature in features]
-    positions = [torch.arange(len(row)) for row in rows]
-    return {f"{prefix}input_ids": torch.cat(rows)[None], f"{prefix}position_ids": torch.cat(positions)[None]}
+def flatten(features: list[dict[str, Any]], prefix: str = "") -> dict[str, Any]:
+    """The rows' `{prefix}input_ids` end to end, (1, N), with `{prefix}position_ids` restarting at 0 per row and the
+    layout the model reads (`hf_spt.models.packing.PACKED_KEYS`, prefixed): `seq_idx` (1, N), each token's row;
+    `cu_seq_lens_q`/`_k` (S + 1,) int32, the cumulative lengths; `max_length_q`/`_k`, the longest row (an int).
+    Computed in numpy on the host, so no offset is recomputed on the device."""
+    rows = [np.asarray(feature[f"{prefix}input_ids"], dtype=np.int64) for feature in features]
+    lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
+    starts = np.cumsum(lengths) - lengths
+    total = int(lengths.sum())
+    bounds = torch.from_numpy(np.concatenate(([0], np.cumsum(lengths))).astype(np.int32))
+    longest = int(lengths.max(initial=0))
+    layout = {
+        "input_ids": torch.from_numpy(np.concatenate(rows) if rows else np.zeros(0, np.int64))[None],
+        "position_ids": torch.from_numpy(np.arange(total) - np.repeat(starts, lengths))[None],
+        "seq_idx": torch.from_numpy(np.repeat(np.arange(len(rows)), lengths))[None],
+        "cu_seq_lens_q": bounds, "cu_seq_lens_k": bounds, "max_length_q": longest, "max_length_k": longest,
+    }
+    return {prefix + key: value for key, value in layout.items()}
 
 
 def fixed_masking(dataset: Dataset, collator: DataCollatorForSpt, seed: int) -> Dataset:
@@ -206,13 +258,14 @@ class DataCollatorForClassification:
     labels are long for class ids, float for regression values and multi-label rows. With
     `padding_free`, each id column is packed instead (`flatten`: `position_ids`, `pair_position_ids`).
     `omit_full_attention_mask` leaves out the mask of a column none of whose rows is padded
-    (`without_attention_mask`).
+    (`without_attention_mask`); `max_width` (the model's positions) caps the padded width.
     """
 
     tokenizer: PreTrainedTokenizerBase
     pad_to_multiple_of: int | None = None
     padding_free: bool = False
     omit_full_attention_mask: bool = False
+    max_width: int | None = None
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         batch = {}
@@ -222,7 +275,7 @@ class DataCollatorForClassification:
             elif f"{prefix}input_ids" in features[0]:
                 batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"] = pad_rows(
                     [feature[f"{prefix}input_ids"] for feature in features], self.tokenizer.pad_token_id,
-                    multiple=self.pad_to_multiple_of)
+                    multiple=self.pad_to_multiple_of, max_width=self.max_width)
                 if self.omit_full_attention_mask and bool(batch[f"{prefix}attention_mask"].all()):
                     batch = without_attention_mask(batch, prefix)
         if "labels" in features[0]:
@@ -232,6 +285,6 @@ class DataCollatorForClassification:
         return batch
 
 
-__all__ = ["PADDED_KEYS", "pad_rows", "padded_width", "widen", "CLASS_LABEL_KEYS", "DataCollatorForSpt",
+__all__ = ["PADDED_KEYS", "pad_rows", "padded_width", "check_pad_multiple", "model_max_width", "capped", "widen", "CLASS_LABEL_KEYS", "DataCollatorForSpt",
            "DataCollatorForClassification", "fixed_masking", "flatten", "masked_positions",
            "without_attention_mask", "without_class_labels"]

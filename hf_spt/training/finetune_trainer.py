@@ -11,7 +11,7 @@ from datasets import Dataset
 from transformers import EvalPrediction, PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
 from ..errors import UserInputError
-from .collators import DataCollatorForClassification
+from .collators import DataCollatorForClassification, check_pad_multiple, model_max_width
 from .arguments import FinetuneArguments
 from .length_grouping import LengthGroupedSamplingMixin
 from .losses import label_weight_total, weighted_class_loss
@@ -48,7 +48,8 @@ class FinetuneTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
     batches (a pair by its longer document) and evaluation order: `LengthGroupedSamplingMixin`;
     `args.padding_free`: packed batches (`check_padding_free` says when). On an accelerator its collator leaves
     out the attention mask of a batch none of whose rows is padded (`without_attention_mask`: no host sync for
-    transformers' all-ones check; CPU batches keep it, so CPU runs compute exactly as before)."""
+    transformers' all-ones check; CPU batches keep it, so CPU runs compute exactly as before). Its padded widths
+    stop at the model's positions, and a `pad_to_multiple_of` larger than them is refused (`check_pad_multiple`)."""
 
     def __init__(
         self,
@@ -68,8 +69,10 @@ class FinetuneTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         if data_collator is None:
             if processing_class is None:
                 raise ValueError("FinetuneTrainer needs the tokenizer (processing_class) or a data_collator.")
+            check_pad_multiple(args.pad_to_multiple_of, model_max_width(model))
             data_collator = DataCollatorForClassification(processing_class, args.pad_to_multiple_of, args.padding_free,
-                                                          omit_full_attention_mask=args.device.type != "cpu")
+                                                          omit_full_attention_mask=args.device.type != "cpu",
+                                                          max_width=model_max_width(model))
         super().__init__(
             model=model,
             args=args,

@@ -1,34 +1,68 @@
-"""When a phase may train padding-free (`padding_free=True`): packed rows on a flash attention kernel.
+"""When a phase may train padding-free (`padding_free=True`), and which attention path its packed rows take.
 
-Packing pays only where attention is computed per sequence: flash attention's varlen kernel on a
-GPU. Elsewhere the model still computes packed rows correctly (a block-diagonal mask), but
-attends over the whole packed row, which costs more than padding length-grouped batches
-(docs/performance.md), so the flag is refused there with a message saying what it needs.
+Packed rows need an attention back-end that keeps their sequences apart: `torch_varlen` (core torch's
+variable-length flash kernel, `hf_spt.models.varlen_attention`; no extra package) or a flash attention package's
+(`flash_attention_2`/`_3`, CUDA only). `torch_varlen` runs its kernel on CUDA in float16/bfloat16; elsewhere (a CPU,
+float32, ALiBi, attention dropout) it attends over each whole packed row with a block-diagonal mask: the same
+numbers, more work than padding length-grouped batches (docs/performance.md). A model on SDPA, the default, is
+switched to `torch_varlen`, which is SDPA for everything but packed rows. The trainers log which path a run takes
+(`padding_free_path`), so a slow fallback is never silent.
 """
 
 from __future__ import annotations
 
+import torch
 from transformers import PreTrainedModel, TrainingArguments
+from transformers.utils import logging
 
 from ..errors import UserInputError
 from ..models.configuration_spt import SptConfig
 from ..models.packing import runs_varlen_attention
+from ..models.varlen_attention import TORCH_VARLEN, varlen_path
+
+logger = logging.get_logger(__name__)
 
 
-def check_padding_free(model: PreTrainedModel, args: TrainingArguments) -> None:
-    """Raise a UserInputError unless `model` can train packed rows fast under `args`: an SPT model, a flash
-    attention back-end, a CUDA device."""
+def training_dtype(args: TrainingArguments) -> torch.dtype:
+    """The dtype attention computes in under `args`: bfloat16 or float16 with --bf16/--fp16 (autocast), else float32."""
+    return torch.bfloat16 if args.bf16 else torch.float16 if args.fp16 else torch.float32
+
+
+def padding_free_path(model: PreTrainedModel, args: TrainingArguments) -> str:
+    """The attention path packed training rows take: "flash attention (NAME)", "varlen kernel" or
+    "block-diagonal SDPA (why)"."""
+    if runs_varlen_attention(model.config):
+        return f"flash attention ({model.config._attn_implementation})"
+    return varlen_path(args.device, training_dtype(args), model.config, training=True)
+
+
+def check_padding_free(model: PreTrainedModel, args: TrainingArguments) -> str:
+    """Raise a UserInputError unless `model` can train packed rows under `args` (an SPT model; `torch_varlen`, or a
+    flash back-end on a CUDA GPU); else log and return the attention path they take (`padding_free_path`). An SPT
+    model on "sdpa" is switched to `torch_varlen` (the same SDPA, plus the varlen kernel for packed rows)."""
     problems = []
+    attention = model.config._attn_implementation
     if model.config.model_type != SptConfig.model_type:
         problems.append(f"an SPT model (this one is {model.config.model_type!r})")
-    if not runs_varlen_attention(model.config):
-        problems.append(f"--attn_implementation flash_attention_2 (this model uses {model.config._attn_implementation!r})")
-    if args.device.type != "cuda":
-        problems.append(f"a CUDA GPU (this run is on {args.device.type})")
+    elif attention == "sdpa":
+        model.set_attn_implementation(TORCH_VARLEN)
+        attention = TORCH_VARLEN
+    if attention != TORCH_VARLEN and not runs_varlen_attention(model.config):
+        problems.append(f"attn_implementation {TORCH_VARLEN!r} (core torch's varlen kernel) or a flash attention "
+                        f"back-end (this model uses {attention!r})")
+    elif runs_varlen_attention(model.config) and args.device.type != "cuda":
+        problems.append(f"a CUDA GPU for {attention} (this run is on {args.device.type}; {TORCH_VARLEN!r} runs anywhere)")
     if problems:
-        raise UserInputError("--padding_free packs rows for flash attention's varlen kernel; it needs " + ", ".join(problems)
+        raise UserInputError("--padding_free packs rows for a varlen attention kernel; it needs " + ", ".join(problems)
                              + ". Without it, batches are padded, grouped by length when lengths vary "
                              "(--train_sampling_strategy).")
+    path = padding_free_path(model, args)
+    if path.startswith("block-diagonal"):
+        logger.warning(f"padding_free: packed rows attend through a {path}: the same numbers as the kernel, with more "
+                       "work than padded, length-grouped batches.")
+    else:
+        logger.info(f"padding_free: packed rows attend through the {path}.")
+    return path
 
 
-__all__ = ["check_padding_free"]
+__all__ = ["training_dtype", "padding_free_path", "check_padding_free"]

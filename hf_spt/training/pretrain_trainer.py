@@ -11,7 +11,7 @@ from datasets import Dataset, concatenate_datasets
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
 from ..errors import UserInputError
-from .collators import DataCollatorForSpt, fixed_masking
+from .collators import DataCollatorForSpt, check_pad_multiple, fixed_masking, model_max_width
 from .length_grouping import LengthGroupedSamplingMixin
 from .losses import TOKEN_WEIGHTING, inverse_frequency_token_weights, label_weight_total, weighted_token_loss
 from .arguments import PretrainArguments
@@ -99,8 +99,9 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
     and evaluation order: `LengthGroupedSamplingMixin`; `args.padding_free`: packed batches
     (`check_padding_free` says when). Its own collator gives SPT models `masked_positions` (where batches reach
     the model whole, `reaches_model_whole`) and, on an accelerator, leaves out the attention mask of a batch none
-    of whose rows is padded: the masked-token gather never syncs the host, and transformers' mask check only on
-    padded batches.
+    of whose rows is padded: the masked-token gather never syncs the host, and a padded batch's mask reaches
+    attention with no device check. Its padded widths stop at the model's positions (`max_width`), and a
+    `pad_to_multiple_of` larger than them is refused (`check_pad_multiple`).
     """
 
     def __init__(
@@ -124,6 +125,7 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
                 raise UserInputError("padding_free builds its own masked-token collator: pass no data_collator "
                                      "(causal pretraining has no padding-free path).")
         if data_collator is None:
+            check_pad_multiple(args.pad_to_multiple_of, model_max_width(model))
             data_collator = DataCollatorForSpt(
                 processing_class,
                 mlm_probability=args.mlm_probability,
@@ -133,6 +135,7 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
                 pad_to_multiple_of=args.pad_to_multiple_of,
                 return_masked_positions=reaches_model_whole(args) and has_sparse_prediction(model),
                 omit_full_attention_mask=args.device.type != "cpu",
+                max_width=model_max_width(model),
             )
         if isinstance(data_collator, DataCollatorForSpt) and data_collator.mlm:
             if eval_dataset is not None:

@@ -1,0 +1,192 @@
+"""Padding-free batches on core torch's varlen kernel (`torch_varlen`), and padded batches that need no device check.
+
+A CPU has no varlen kernel, so the packed path is checked two ways: through the block-diagonal SDPA fallback the
+model takes there (outputs and gradients against padding, every position kind), and through the kernel's plumbing
+with `varlen_attention.varlen_kernel` replaced by a per-sequence SDPA reference (the offsets the collator computed
+reach it unchanged). Neither path reads a tensor on the host, and the packed forward is one graph.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import tiny_config
+from test_host_syncs import OpRecorder
+
+from hf_spt import SptForMaskedLM, SptForSequenceClassification
+from hf_spt.models import varlen_attention
+from hf_spt.models.attention_spt import attention_bias, key_padding_mask
+from hf_spt.models.tokenization_spt import build_word_tokenizer
+from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
+
+LENGTHS = [5, 12, 3, 9]
+POSITION_KINDS = ["sinusoidal", "learned", "rotary", "alibi", "none"]
+HOST_READS = {"aten.nonzero", "aten.index[bool]", "aten.masked_select", "aten._local_scalar_dense"}
+
+
+def tokenizer():
+    return build_word_tokenizer([f"s{i}" for i in range(95)])
+
+
+def features(seed: int = 0, pairs: bool = False) -> list[dict]:
+    generator = torch.Generator().manual_seed(seed)
+    rows = [torch.randint(4, 99, (n,), generator=generator).tolist() for n in LENGTHS]
+    others = [torch.randint(4, 99, (n,), generator=generator).tolist() for n in LENGTHS[::-1]]
+    return [{"input_ids": row, "labels": i % 3, **({"pair_input_ids": other} if pairs else {})}
+            for i, (row, other) in enumerate(zip(rows, others))]
+
+
+def varlen_model(model_class, **config):
+    torch.manual_seed(0)
+    model = model_class(tiny_config(**config))
+    model.set_attn_implementation("torch_varlen")
+    return model
+
+
+def unpadded(padded_output: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, T, ...) -> (N, ...): each row's real tokens, end to end, as a packed row lays them."""
+    return padded_output[mask.bool()]
+
+
+def reference_kernel(calls: list):
+    """A per-sequence SDPA standing in for `varlen_attn` (N, H, hd): attention within each sequence of the
+    cumulative lengths, recording the offsets it was given."""
+
+    def kernel(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, scale):
+        calls.append((cu_seq_q, cu_seq_k, max_q, max_k))
+        sizes = torch.diff(cu_seq_q.long())
+        ids = torch.repeat_interleave(torch.arange(sizes.shape[0]), sizes, output_size=query.shape[0])
+        mask = ids[:, None] == ids[None, :]  # (N, N), from the offsets alone
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1), attn_mask=mask, scale=scale)
+        return out.transpose(0, 1)
+
+    return kernel
+
+
+@pytest.fixture
+def kernel_on_cpu(monkeypatch):
+    """The varlen kernel's path on a CPU: the model decides it runs, and the reference stands in for it."""
+    calls = []
+    monkeypatch.setattr(varlen_attention, "varlen_kernel", reference_kernel(calls))
+    monkeypatch.setattr("hf_spt.models.modeling_spt.varlen_kernel_runs", lambda *args: True)
+    return calls
+
+
+def mlm_batches(position_kind: str) -> tuple[dict, dict]:
+    rows = [{"input_ids": row["input_ids"]} for row in features()]
+    labels = [[-100 if j % 3 else token for j, token in enumerate(row["input_ids"])] for row in rows]
+    given = [{**row, "labels": label} for row, label in zip(rows, labels)]  # masked beforehand: the same targets
+    return DataCollatorForSpt(tokenizer())(given), DataCollatorForSpt(tokenizer(), padding_free=True)(given)
+
+
+def check_packed_equals_padded(model, padded: dict, packed: dict, mask: torch.Tensor) -> None:
+    """Logits, loss and every gradient of the packed batch equal the padded batch's."""
+    outputs = {}
+    for name, batch in (("padded", padded), ("packed", packed)):
+        model.zero_grad()
+        output = model(**batch)
+        output.loss.backward()
+        outputs[name] = (output, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    (pad, pad_grads), (pack, pack_grads) = outputs["padded"], outputs["packed"]
+    expected = unpadded(pad.logits, mask) if pad.logits.dim() == 3 else pad.logits
+    got = pack.logits[0] if pack.logits.dim() == 3 else pack.logits
+    torch.testing.assert_close(got, expected, atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(pack.loss, pad.loss, atol=2e-5, rtol=1e-4)
+    assert pad_grads.keys() == pack_grads.keys() and len(pad_grads) > 5
+    for name in pad_grads:
+        torch.testing.assert_close(pack_grads[name], pad_grads[name], atol=5e-5, rtol=1e-3, msg=name)
+
+
+@pytest.mark.parametrize("position_kind", POSITION_KINDS)
+def test_packed_mlm_through_the_fallback_equals_padding(position_kind):
+    model = varlen_model(SptForMaskedLM, position_embedding_type=position_kind)
+    padded, packed = mlm_batches(position_kind)
+    check_packed_equals_padded(model, padded, packed, padded["attention_mask"])
+
+
+@pytest.mark.parametrize("position_kind", [kind for kind in POSITION_KINDS if kind != "alibi"])
+def test_packed_mlm_through_the_kernel_plumbing_equals_padding(position_kind, kernel_on_cpu):
+    model = varlen_model(SptForMaskedLM, position_embedding_type=position_kind)
+    padded, packed = mlm_batches(position_kind)
+    check_packed_equals_padded(model, padded, packed, padded["attention_mask"])
+    cu_q, cu_k, max_q, max_k = kernel_on_cpu[-1]
+    assert len(kernel_on_cpu) == 2  # once per layer, in the packed forward only
+    assert cu_q is packed["cu_seq_lens_q"] and cu_k is packed["cu_seq_lens_k"] and (max_q, max_k) == (12, 12)
+
+
+@pytest.mark.parametrize("two_tower", [False, True])
+@pytest.mark.parametrize("pooling", ["mean", "max", "last", "cls", "last_mean"])
+def test_packed_classification_equals_padding_on_both_paths(two_tower, pooling, monkeypatch):
+    batch = features(pairs=two_tower)
+    padded = DataCollatorForClassification(tokenizer())(batch)
+    packed = DataCollatorForClassification(tokenizer(), padding_free=True)(batch)
+    assert "pair_cu_seq_lens_q" in packed if two_tower else "pair_input_ids" not in packed
+    model = varlen_model(SptForSequenceClassification, two_tower=two_tower, pooling=pooling)
+    check_packed_equals_padded(model, padded, packed, padded["attention_mask"])
+    monkeypatch.setattr(varlen_attention, "varlen_kernel", reference_kernel([]))
+    monkeypatch.setattr("hf_spt.models.modeling_spt.varlen_kernel_runs", lambda *args: True)
+    check_packed_equals_padded(model, padded, packed, padded["attention_mask"])
+
+
+@pytest.mark.parametrize("on_kernel", [False, True])
+def test_the_packed_path_reads_nothing_on_the_host(on_kernel, monkeypatch):
+    if on_kernel:
+        monkeypatch.setattr(varlen_attention, "varlen_kernel", reference_kernel([]))
+        monkeypatch.setattr("hf_spt.models.modeling_spt.varlen_kernel_runs", lambda *args: True)
+    collator = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, padding_free=True, return_masked_positions=True)
+    torch.manual_seed(0)
+    batch = collator([{"input_ids": row["input_ids"]} for row in features()])
+    model = varlen_model(SptForMaskedLM, sparse_prediction=True)
+    classifier = varlen_model(SptForSequenceClassification, pooling="last_mean")
+    packed = DataCollatorForClassification(tokenizer(), padding_free=True)(features())
+    with OpRecorder() as recorder:
+        model(**batch).loss.backward()
+        classifier(**packed).loss.backward()
+    assert not HOST_READS & recorder.ops, HOST_READS & recorder.ops
+
+
+def test_the_packed_forward_is_one_graph_with_the_token_dimension_dynamic():
+    import torch._dynamo
+
+    collator = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, padding_free=True, return_masked_positions=True)
+    torch.manual_seed(0)
+    batch = collator([{"input_ids": row["input_ids"]} for row in features()])
+    for name in ("input_ids", "position_ids", "seq_idx", "labels"):
+        torch._dynamo.mark_dynamic(batch[name], 1)
+    torch._dynamo.mark_dynamic(batch["masked_positions"], 0)
+    model = varlen_model(SptForMaskedLM, sparse_prediction=True)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(model)(**batch)
+    torch._dynamo.reset()
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+
+
+def test_the_path_is_named_where_the_kernel_cannot_run():
+    config = tiny_config()
+    assert varlen_attention.varlen_path("cpu", torch.float32, config, training=True) == (
+        "block-diagonal SDPA (cpu, not CUDA; float32: the kernel takes float16/bfloat16 (--bf16))")
+    expected = "varlen kernel" if varlen_attention.kernel_available() else "block-diagonal SDPA"
+    assert varlen_attention.varlen_path("cuda", torch.bfloat16, config, training=True).startswith(expected)
+    assert "ALiBi" in varlen_attention.varlen_path("cuda", torch.bfloat16, tiny_config(position_embedding_type="alibi"),
+                                                   training=False)
+    dropout = tiny_config(attention_probs_dropout_prob=0.1)
+    assert "dropout" in varlen_attention.varlen_path("cuda", torch.bfloat16, dropout, training=True)
+    assert "dropout" not in varlen_attention.varlen_path("cuda", torch.bfloat16, dropout, training=False)
+
+
+def test_a_padded_batch_on_an_accelerator_gets_its_key_mask_without_a_device_check():
+    """On an accelerator the mask reaches SDPA as (B, 1, 1, T): built without reading the mask (here on the meta
+    device, which has no data to read), and SDPA computes with it what transformers' (B, 1, T, T) mask gives."""
+    config = tiny_config()
+    config._attn_implementation = "sdpa"  # as a model built from it has
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+    with OpRecorder() as recorder:
+        bias = attention_bias(config, mask.to("meta"), torch.empty(2, 4, 32, device="meta"), None)
+    assert bias.shape == (2, 1, 1, 4) and bias.dtype == torch.bool and not HOST_READS & recorder.ops
+    cpu_mask = attention_bias(config, mask, torch.zeros(2, 4, 32), None)  # transformers' own, on the CPU
+    assert cpu_mask.shape == (2, 1, 4, 4)
+    query, key, value = torch.randn(3, 2, 4, 4, 8).unbind(0)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    torch.testing.assert_close(sdpa(query, key, value, attn_mask=key_padding_mask(mask)),
+                               sdpa(query, key, value, attn_mask=cpu_mask))
