@@ -190,3 +190,37 @@ def test_a_padded_batch_on_an_accelerator_gets_its_key_mask_without_a_device_che
     sdpa = torch.nn.functional.scaled_dot_product_attention
     torch.testing.assert_close(sdpa(query, key, value, attn_mask=key_padding_mask(mask)),
                                sdpa(query, key, value, attn_mask=cpu_mask))
+
+
+def on_cuda(batch: dict) -> dict:
+    return {key: value.to("cuda") if torch.is_tensor(value) else value for key, value in batch.items()}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU test (benchmarks/gpu_self_check.py runs it)")
+def test_on_a_gpu_the_varlen_kernel_gives_the_padded_logits_without_a_sync():
+    """bf16 autocast on CUDA: the packed batch runs torch's varlen kernel (the path says so), its logits match the
+    padded batch's to bf16 precision, and its training step raises nothing in CUDA's sync debug mode; a padded
+    batch's step (its key mask, no device check) neither."""
+    model = varlen_model(SptForMaskedLM, sparse_prediction=True).to("cuda")
+    rows = [{"input_ids": row["input_ids"]} for row in features()]
+    packed = on_cuda(DataCollatorForSpt(tokenizer(), mlm_probability=0.5, padding_free=True,
+                                        return_masked_positions=True)(rows))
+    padded = on_cuda(DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=True,
+                                        omit_full_attention_mask=True)(rows))
+    assert varlen_attention.varlen_path("cuda", torch.bfloat16, model.config, training=True) == "varlen kernel"
+    with torch.autocast("cuda", dtype=torch.bfloat16), torch.no_grad():
+        model.eval()
+        plain = {key: value for key, value in packed.items() if key not in ("labels", "masked_positions")}
+        got = model(**plain).logits[0].float()
+        expected = model(input_ids=padded["input_ids"], attention_mask=padded["attention_mask"]).logits.float()
+    torch.testing.assert_close(got, unpadded(expected, padded["attention_mask"]), atol=5e-2, rtol=5e-2)
+    model.train()
+    torch.cuda.synchronize()
+    try:
+        torch.cuda.set_sync_debug_mode("error")
+        for batch in (packed, padded):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(**batch).loss
+            loss.backward()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
