@@ -29,7 +29,8 @@ first on PYTHONPATH, under its own time limit (`STEP_SECONDS`: 420 s, 7 minutes,
 OUTPUT_DIR receives two small files only: `gpu_self_check.json`, rewritten atomically after every step (each
 step's status, seconds, limit, figures, and for a step that did not succeed its stderr's tail; the key figures at
 the top, `SUMMARY`), and `gpu_self_check.log`, one line per step. Run folders (checkpoints, generated data) go to
-a temporary folder, removed at the end. The exit status is 0 when every step succeeded (or was skipped), else 1.
+a temporary folder, removed at the end. A check stopped with SIGTERM ends its running step's processes first.
+The exit status is 0 when every step succeeded (or was skipped), else 1.
 
 `--dry_run` runs every step's plumbing on the CPU at toy sizes (a tiny model, a few steps, short ListOps trees;
 its figures mean nothing), so the script is known to work before a GPU sees it (tests/test_gpu_self_check.py).
@@ -311,11 +312,12 @@ def run_step(command: list[str], seconds: float, folder: Path) -> dict[str, Any]
             exit_status = process.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
             exit_status = None
-        try:  # a timed-out step, and anything a finished one left running
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait()
+        finally:  # a timed-out step, what a finished one left running, the step of a check that is stopped itself
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
     record: dict[str, Any] = {"status": "timeout" if exit_status is None else "ok" if exit_status == 0 else "failed",
                               "seconds": round(time.monotonic() - started, 1), "limit": seconds}
     if record["status"] != "ok":
@@ -366,6 +368,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
               "minutes at most on one GPU); --dry_run runs their plumbing on this CPU. Nothing measured.")
         sys.exit(2)
     output.mkdir(parents=True, exist_ok=True)
+    # stopped from outside (a machine's time limit): end the running step's processes, keep the report written so far
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     factor = DRY_RUN_LIMIT_FACTOR if args.dry_run else 1
     steps: dict[str, dict] = {}
     report: dict[str, Any] = {"summary": {}, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),

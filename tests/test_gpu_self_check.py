@@ -123,3 +123,25 @@ def test_the_offline_wheel_list_pins_every_requirement_but_torch():
     assert all(re.fullmatch(r"[\w.-]+==[\w.]+", line) for line in pinned), pinned
     assert required - {"torch"} <= {name(line) for line in pinned}
     assert "torch" not in {name(line) for line in pinned}
+
+
+def test_a_check_stopped_from_outside_ends_its_running_step_and_keeps_its_report(tmp_path):
+    """SIGTERM (a machine's time limit) while a step runs: the step's process group is killed, and the report
+    written before the step stays whole."""
+    output = tmp_path / "out"
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    check = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "gpu_self_check.py"), "--dry_run",
+                              "--output_dir", str(output)], env=environment, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    report = output / gpu_self_check.REPORT_NAME
+    for _ in range(300):  # the first report is written before the preflight starts
+        if report.is_file():
+            break
+        time.sleep(0.1)
+    time.sleep(1)  # the preflight's process is running now
+    children = subprocess.run(["pgrep", "-P", str(check.pid)], capture_output=True, text=True).stdout.split()
+    check.terminate()
+    assert check.wait(timeout=30) == 128 + 15
+    assert json.loads(report.read_text())["steps"] == {}
+    assert children and all(not Path(f"/proc/{pid}").exists() or "\tZ" in Path(f"/proc/{pid}/status").read_text()
+                            for pid in children)
