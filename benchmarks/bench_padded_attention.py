@@ -13,23 +13,44 @@ mask's cost.
 `--pad_fraction` pads every second row more, as a random (not length-grouped) batch would.
 Both are timed in alternation in one process (`time_alternating`); quote the ratio, not the seconds.
 
+`--width_steps N` also measures what a width costs the first time it is seen: under each SDPA back-end of
+`WIDTH_BACKENDS` (on a GPU cuDNN and memory-efficient forced, and the default choice), N synchronised steps on
+padded batches each of a width never run before, against N on one width run before. cuDNN builds an execution
+plan per shape, so a length-grouped run whose widths keep changing pays for that plan at every new width. The
+new widths lie on both sides of the seen one (multiples of 8 apart, as `--pad_to_multiple_of 8` makes them), so
+both sets do the same work on average. A back-end that cannot run the padded batch is reported with its error.
+
+The JSON (`--json`) names the cuDNN version and is rewritten after each part, so a run stopped midway keeps
+what it measured.
+
 Usage:
     python benchmarks/bench_padded_attention.py                         # ListOps model, 8 x 1024, CPU
-    python benchmarks/bench_padded_attention.py --device cuda --batch_size 32 --length 2000 --bf16
+    python benchmarks/bench_padded_attention.py --device cuda --batch_size 32 --length 2000 --bf16 --width_steps 20
 """
 
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Iterator
+from contextlib import nullcontext
+from dataclasses import replace
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarking import (BenchPreset, build_model, format_table, make_batch, median, time_alternating, training_step,
-                          write_json)
+from benchmarking import (BenchPreset, build_model, format_table, make_batch, median, synchronize, time_alternating,
+                          training_step, write_json)
 
 LISTOPS = BenchPreset("listops", 2000, 24, 512, 6, 8, 2048, 0.1, 32)
 """ListOps with SPT (Amos et al.): 6 layers, d 512, 8 heads, FFN 2048, masking 10%, batch 32, up to 2,000 tokens."""
+# the SDPA back-ends whose cost per new width is measured, per device type (None: the back-end SDPA picks itself;
+# a CPU has neither cuDNN nor the memory-efficient kernel, so `gpu_self_check.py --dry_run` forces its own two)
+WIDTH_BACKENDS = {"cuda": {"cudnn": SDPBackend.CUDNN_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                           "default": None},
+                  "cpu": {"flash": SDPBackend.FLASH_ATTENTION, "math": SDPBackend.MATH, "default": None}}
+WIDTH_MULTIPLE = 8  # `--pad_to_multiple_of`'s default on an accelerator: the widths a length-grouped run meets
 
 
 def attention_operators(model: torch.nn.Module, batch: dict[str, torch.Tensor], dtype: torch.dtype | None) -> list[str]:
@@ -39,6 +60,46 @@ def attention_operators(model: torch.nn.Module, batch: dict[str, torch.Tensor], 
         training_step(model, batch, dtype)
     names = {event.key for event in profiler.key_averages()}
     return sorted(name for name in names if "attention" in name and name.startswith("aten::_"))
+
+
+def fresh_widths(center: int, count: int, parts: int) -> list[list[int]]:
+    """`parts` disjoint lists of `count` widths, none equal to `center`, multiples of `WIDTH_MULTIPLE` apart from it
+    on alternate sides (+1, -1, +2, -2... multiples, dealt in turn), so each list averages about `center`."""
+    offsets = [sign * k for k in range(1, count * parts // 2 + 2) for sign in (1, -1)][: count * parts]
+    return [[center + WIDTH_MULTIPLE * offset for offset in offsets[part::parts]] for part in range(parts)]
+
+
+def width_costs(model: torch.nn.Module, preset: BenchPreset, steps: int, device: str,
+                dtype: torch.dtype | None) -> Iterator[tuple[str, dict]]:
+    """For each back-end of `WIDTH_BACKENDS` in turn, its name and: seconds of `steps` synchronised training steps on
+    padded batches of new widths and of one seen width (`center`, run once before), their medians and the difference
+    (the cost of a new width), or the back-end's error. The widths stay within the model's positions."""
+    backends = WIDTH_BACKENDS[torch.device(device).type]
+    reach = WIDTH_MULTIPLE * -(-steps * len(backends) // 2)  # the farthest new width from the seen one
+    center = preset.length - reach
+    if center - reach < WIDTH_MULTIPLE:
+        raise ValueError(f"--length {preset.length} leaves no room for {steps} new widths per back-end.")
+
+    def timed(width: int) -> float:
+        batch = make_batch("spt_mlm", replace(preset, length=width), device=device, pad_fraction=1 / width)
+        synchronize(device)
+        start = time.perf_counter()
+        training_step(model, batch, dtype)
+        synchronize(device)
+        return time.perf_counter() - start
+
+    for (name, backend), widths in zip(backends.items(), fresh_widths(center, steps, len(backends))):
+        try:
+            with sdpa_kernel(backend) if backend is not None else nullcontext():
+                timed(center)  # the seen width: run once before it is timed
+                seen = [timed(center) for _ in range(steps)]
+                new = [timed(width) for width in widths]
+        except RuntimeError as error:  # no kernel of this back-end takes the padded batch here
+            yield name, {"error": str(error).strip().splitlines()[0]}
+            continue
+        yield name, {"seen_width": center, "new_widths": widths, "seen_seconds": seen, "new_seconds": new,
+                     "seen_median": median(seen), "new_median": median(new),
+                     "new_width_cost_seconds": median(new) - median(seen)}
 
 
 def main() -> None:
@@ -52,6 +113,8 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--bf16", action="store_true", help="Autocast to bfloat16 (on a GPU).")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--width_steps", type=int, default=0,
+                        help="Steps on new and on seen widths per SDPA back-end (0: leave the per-width cost out).")
     parser.add_argument("--json", default=None, help="Also write the results here.")
     args = parser.parse_args()
     if args.threads:
@@ -72,18 +135,30 @@ def main() -> None:
                                args.repetitions, device=args.device)
     reference = median(seconds["unpadded"])
     rows, results = [], {}
+    payload = {"preset": vars(preset), "device": args.device, "bf16": args.bf16, "torch": torch.__version__,
+               "cudnn": torch.backends.cudnn.version(), "results": results}
     for name, batch in batches.items():
         operators = attention_operators(model, batch, dtype)
         step = median(seconds[name])
-        real_tokens = int(batch["attention_mask"].sum())
+        real_tokens = int(batch["attention_mask"].sum()) if "attention_mask" in batch else batch["input_ids"].numel()
         rows.append([name, f"{step * 1e3:.0f}", f"{step / reference:.2f}", f"{real_tokens / step:.3g}", ", ".join(operators)])
         results[name] = {"seconds": seconds[name], "ratio_to_unpadded": step / reference, "real_tokens": real_tokens,
-                         "attention_operators": operators}
+                         "attention_operators": operators, "attention_mask": "attention_mask" in batch}
     print(f"SPT masked LM, ListOps sizes, {preset.num_layers} layers, batch {preset.batch_size} x {preset.length}, "
-          f"{args.device}{' bf16' if args.bf16 else ''}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+          f"{args.device}{' bf16' if args.bf16 else ''}, torch {torch.__version__}, cuDNN {payload['cudnn']}, "
+          f"{torch.get_num_threads()} threads")
     print(format_table(["batch", "ms / step (median)", "ratio to unpadded", "real tokens / s", "attention operator"], rows))
-    write_json(args.json, {"preset": vars(preset), "device": args.device, "bf16": args.bf16,
-                           "torch": torch.__version__, "results": results})
+    write_json(args.json, payload)
+    if args.width_steps:
+        payload["width_costs"] = {}
+        for name, cost in width_costs(model, preset, args.width_steps, args.device, dtype):
+            payload["width_costs"][name] = cost
+            write_json(args.json, payload)
+        print(format_table(["SDPA back-end", "seen width (ms, median)", "new widths (ms, median)", "cost of a new width (ms)"],
+                           [[name, *(f"{1e3 * cost[key]:.1f}" for key in ("seen_median", "new_median",
+                                                                          "new_width_cost_seconds"))]
+                            if "error" not in cost else [name, cost["error"], "-", "-"]
+                            for name, cost in payload["width_costs"].items()]))
 
 
 if __name__ == "__main__":

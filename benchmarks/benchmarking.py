@@ -112,7 +112,9 @@ def make_batch(
     tokens' `masked_positions`, which `training_step` gives to hf_spt's model only).
 
     With `pad_fraction` > 0, every second row ends in that share of [PAD] tokens (id 0, mask 0),
-    as in a batch of unequal texts; otherwise the mask is all ones.
+    as in a batch of unequal texts. A batch with no padded row has an all-ones mask on a CPU and none on an
+    accelerator, as the trainers' collators give it (`omit_full_attention_mask`): eager and compiled models then
+    read the same inputs (compiled transformers would keep an all-ones mask that eager drops).
     """
     generator = torch.Generator().manual_seed(seed)
     shape = (preset.batch_size, preset.length)
@@ -121,6 +123,10 @@ def make_batch(
     attention_mask[1::2, preset.length - int(pad_fraction * preset.length) :] = 0
     input_ids = input_ids.masked_fill(attention_mask == 0, 0)
     batch = {"input_ids": input_ids, "attention_mask": attention_mask}
+    if device != "cpu" and bool(attention_mask.all()):
+        from hf_spt.training.collators import without_attention_mask
+
+        batch = without_attention_mask(batch)
     if kind.endswith("mlm"):
         from hf_spt.training.collators import masked_positions
 
@@ -239,18 +245,16 @@ def peak_step_bytes(
 
 
 def write_json(path: str | None, payload: dict[str, Any]) -> None:
-    """Write the benchmark's results (with torch/transformers versions and thread count) to `path`."""
+    """Write the benchmark's results (with torch/transformers versions and thread count) to `path`, atomically:
+    a script that writes after each part of its work leaves whole files when it is killed between them."""
     if not path:
         return
     import transformers
 
-    payload = {"torch": torch.__version__, "transformers": transformers.__version__,
-               "threads": torch.get_num_threads(), "load_average": os.getloadavg(), **payload}
-    directory = os.path.dirname(path)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    with open(path, "w") as handle:
-        json.dump(payload, handle, indent=1)
+    from hf_spt.runs.folder import write_json as write_atomically
+
+    write_atomically(path, {"torch": torch.__version__, "transformers": transformers.__version__,
+                            "threads": torch.get_num_threads(), "load_average": os.getloadavg(), **payload})
 
 
 def format_table(header: list[str], rows: list[list[Any]]) -> str:

@@ -1,26 +1,41 @@
-"""The one prepared GPU script: every GPU figure docs/performance.md quotes, in one JSON, under 8 minutes.
+"""The one prepared GPU script: what the first GPU minutes must tell, in a JSON that no failing step can lose.
 
-1. The default experiment through `accelerate launch run_scripts/run_spt.py`, fp32 and `--bf16`, offline
-   (`HF_HUB_OFFLINE=1`): its results beside the CPU's (README), and proof that SPT's fine-tuning evaluates on a
-   GPU without fetching Hub kernels (`training.hub_kernels`).
-2. `bench_gpu_mfu.py` (LRA Text preset, bf16, SptForMaskedLM against BERT), eager and `--torch_compile`: MFU,
-   the ratio to BERT, and whether compiling pays.
-3. Full-scale ListOps SPT as `run_lra.py` runs it (the `amos_lra` recipe: 6 layers, d 512, 8 heads,
-   FFN 2048, 2048 positions, batch 32, 10% masking, AdamW 1e-3; bf16, flash_attention_2 when
-   installed, else SDPA; length-grouped batches, widths padded to a multiple of 8) for `--steps` steps on
-   generated trees of the release's lengths (500-2000 tokens). Steps/s are counted over training steps only:
-   two runs, 50 and `--steps` steps, and the difference of their phase clocks, so set-up, the first steps'
-   warm-up and the final evaluation cancel (data generation is outside the clock). With the step counts of `run_lra.py --dry_run` it gives the
-   suite's GPU-hours for ListOps:
+Steps, in the order of what matters; each runs as a subprocess, offline (`HF_HUB_OFFLINE=1`), with this checkout
+first on PYTHONPATH, under its own time limit (`STEP_SECONDS`: 420 s, 7 minutes, in all):
+1. `preflight` (seconds): the stack imports (hf_spt, transformers, datasets, evaluate, accelerate), its versions,
+   CUDA, cuDNN and the GPU, one SPT training step on the device, and the step counts of the suite's ListOps
+   column. A failure ends the check, with its message.
+2. `listops`: full-scale ListOps SPT as `run_lra.py` runs it (the `amos_lra` recipe: 6 layers, d 512, 8 heads,
+   FFN 2048, batch 32, 10% masking, AdamW 1e-3; bf16, SDPA whether or not flash-attn is installed, length-grouped
+   batches, widths padded to a multiple of 8) on generated trees of the release's lengths (500-2000 tokens),
+   through `timed_run.py`: every step's width and end time, so a run stopped at its limit still gives steps/s.
+   `listops_steps_per_second` counts the warm steps (a width seen before: what a long run mostly meets), training
+   only; cold steps (a new width) are reported apart, with the cost of a new width. A run under
+   `PROFILE_BELOW` steps/s profiles `PROFILE_STEPS` steps in the same run (a small table in the JSON). The
+   GPU-hours of the suite's ListOps column follow:
        GPU-hours = seeds x (scratch + scratch_compute_matched + spt steps) / (steps/s x 3600)
-4. `bench_padded_attention.py` at ListOps's full batch (32 x 2000, bf16): a padded batch against an unpadded
-   one of the same width, and the attention operator each ran.
-5. The GPU-only tests (`test_on_a_gpu_*` in `GPU_TEST_FILES`: Hub kernels stay off on a loaded model and a whole
-   run offline; a sparse SPT training step gathers the masked tokens without a host sync).
+3. `listops_packed`: the same run with `--padding_free` (packed rows on a variable-length kernel), against 2;
+   its steps/s count every step but the first (a packed row's width is its token count, rarely seen twice).
+4. `attention`: `bench_padded_attention.py` at ListOps's full batch (32 x 2000, bf16): which SDPA operator a
+   padded batch runs and what it costs against an unpadded one, the cuDNN version, and the cost of a new width
+   (20 synchronised steps each on new and on seen widths, cuDNN and memory-efficient forced, and SDPA's choice).
+5. `default_fp32`, `default_bf16`: the default experiment through `accelerate launch run_scripts/run_spt.py`,
+   fp32 and `--bf16`: its results beside the CPU's (README), and proof that it runs offline on a GPU.
+6. `mfu`: `bench_gpu_mfu.py` (LRA Text preset, bf16, SptForMaskedLM against BERT), eager and compiled, both on
+   the same unmasked batch.
+7. `gpu_tests`: the GPU-only tests (`test_on_a_gpu_*` in `GPU_TEST_FILES`); skipped, with the reason, where pytest
+   is not installed (it is not a requirement).
 
-Writes OUTPUT_DIR/gpu_self_check.json (every step's exit status and figures). Without a CUDA device it
-prints what it needs and exits with status 2, as bench_gpu_mfu.py does. On the lent machine, install the
-package first (`pip install -e .`, with the wheels its README says to carry).
+OUTPUT_DIR receives two small files only: `gpu_self_check.json`, rewritten atomically after every step (each
+step's status, seconds, limit, figures, and for a step that did not succeed its stderr's tail; the key figures at
+the top, `SUMMARY`), and `gpu_self_check.log`, one line per step. Run folders (checkpoints, generated data) go to
+a temporary folder, removed at the end. A check stopped with SIGTERM ends its running step's processes first.
+The exit status is 0 when every step succeeded (or was skipped), else 1.
+
+`--dry_run` runs every step's plumbing on the CPU at toy sizes (a tiny model, a few steps, short ListOps trees;
+its figures mean nothing), so the script is known to work before a GPU sees it (tests/test_gpu_self_check.py).
+Without a CUDA device and without `--dry_run`, it says what it needs and exits with status 2. `--preflight`
+runs step 1 alone, in this process. Installing on a GPU machine without internet: docs/performance.md.
 
 Usage (on a lent GPU):
     python benchmarks/gpu_self_check.py --output_dir $OUT
@@ -32,118 +47,361 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
+import statistics
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+# each step's time limit in seconds, in the order the steps run: 420 s (7 minutes) in all
+STEP_SECONDS = {"preflight": 25, "listops": 90, "listops_packed": 50, "attention": 60, "default_fp32": 55,
+                "default_bf16": 55, "mfu": 60, "gpu_tests": 25}
+DRY_RUN_LIMIT_FACTOR = 4  # a shared 2-core CPU imports the stack several times slower than a GPU machine
 SEEDS = 3
-# each step's limit in seconds: the whole check stays under 8 minutes
-DEFAULT_RUN_SECONDS, MFU_SECONDS, LISTOPS_SECONDS, PADDED_SECONDS, TESTS_SECONDS = 75, 75, 120, 60, 60
-WARMUP_STEPS = 50  # the short ListOps run, whose clock is taken off the long one's
+LISTOPS_STEPS, PACKED_STEPS = 300, 150
+PROFILE_BELOW, PROFILE_AFTER, PROFILE_STEPS = 20.0, 100, 20  # steps/s under which ListOps is profiled; when; how long
+STDERR_TAIL = 4000  # characters of a failed step's stderr kept in the JSON
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 GPU_TEST_FILES = ("test_hub_kernels.py", "test_host_syncs.py")  # their `test_on_a_gpu_*` tests
+REPORT_NAME, LOG_NAME = "gpu_self_check.json", "gpu_self_check.log"
+# the figures the JSON repeats at its top: {key: (step, figure)}
+SUMMARY = {"device": ("preflight", "device"), "cudnn": ("preflight", "cudnn"),
+           "listops_steps_per_second": ("listops", "warm_steps_per_second"),
+           "listops_cold_steps_per_second": ("listops", "cold_steps_per_second"),
+           "listops_new_width_cost_seconds": ("listops", "new_width_cost_seconds"),
+           "listops_gpu_hours": ("listops", "gpu_hours"),
+           "listops_packed_steps_per_second": ("listops_packed", "steps_per_second"),
+           "listops_packed_gpu_hours": ("listops_packed", "gpu_hours"),
+           "padded_batch_attention_operators": ("attention", "padded_operators"),
+           "spt_over_bert_tokens_per_second": ("mfu", "spt_over_bert"),
+           "compiled_over_eager_tokens_per_second": ("mfu", "compiled_over_eager")}
+# the ListOps runs' run_spt.py flags besides the sizes: one SPT phase as the suite runs it, nothing saved
+LISTOPS_FLAGS = ["--task", "listops", "--recipe", "amos_lra", "--mode", "spt", "--bf16",
+                 "--train_sampling_strategy", "group_by_length", "--eval_strategy", "no", "--save_strategy", "no",
+                 "--load_best_model_at_end", "false", "--logging_strategy", "steps", "--logging_steps", "50",
+                 "--report_to", "none", "--disable_tqdm", "true", "--overwrite_output_dir"]
+# toy sizes of --dry_run: the default experiment's and ListOps's (with the ListOps model's)
+DRY_DEFAULT = ["--task_options", '{"num_train": 64, "num_validation": 16, "num_test": 16}', "--max_steps", "2",
+               "--hidden_size", "16"]
+DRY_LISTOPS = {"num_train": 64, "num_validation": 8, "num_test": 8, "min_length": 20, "max_length": 60}
+DRY_LISTOPS_MODEL = ["--hidden_size", "16", "--num_hidden_layers", "1", "--num_attention_heads", "2",
+                     "--intermediate_size", "32", "--per_device_train_batch_size", "4"]
+DRY_LISTOPS_STEPS, DRY_PROFILE_AFTER, DRY_PROFILE_STEPS = 12, 4, 3
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output_dir", default="runs/gpu_self_check")
-    parser.add_argument("--steps", type=int, default=350, help="ListOps SPT steps of the long run (the short one: 50).")
-    parser.add_argument("--num_train", type=int, default=12000, help="Generated ListOps trees (>= steps x 32).")
-    parser.add_argument("--skip_mfu", action="store_true", help="Leave out the MFU benchmark.")
-    parser.add_argument("--skip_default_run", action="store_true", help="Leave out the default experiment.")
+    parser.add_argument("--output_dir", default="runs/gpu_self_check", help="Where the JSON and the log go.")
+    parser.add_argument("--skip", nargs="*", default=[], choices=[name for name in STEP_SECONDS if name != "preflight"],
+                        help="Steps to leave out.")
+    parser.add_argument("--dry_run", action="store_true", help="Every step's plumbing on the CPU at toy sizes.")
+    parser.add_argument("--preflight", action="store_true",
+                        help="Run the preflight alone, here: OUTPUT_DIR/preflight.json.")
     return parser.parse_args(argv)
 
 
-def listops_command(args: argparse.Namespace, folder: Path, steps: int) -> list[str]:
-    """run_spt.py --mode spt with the amos_lra recipe, bf16 and the attention the suite would use."""
-    attention = "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
-    options = json.dumps({"num_train": args.num_train, "num_validation": 64, "num_test": 64})
-    return [sys.executable, str(ROOT / "run_scripts" / "run_spt.py"), "--task", "listops", "--recipe", "amos_lra",
-            "--mode", "spt", "--task_options", options, "--pretrain_max_steps", str(steps), "--bf16",
-            "--attn_implementation", attention, "--train_sampling_strategy", "group_by_length",
-            "--eval_strategy", "no", "--save_strategy", "no", "--load_best_model_at_end", "false",
-            "--logging_strategy", "steps", "--logging_steps", "50", "--report_to", "none",
-            "--output_dir", str(folder), "--overwrite_output_dir"]
+# ---- the preflight (step 1, run as `gpu_self_check.py --preflight` in its own process)
+
+def preflight(dry_run: bool) -> dict[str, Any]:
+    """What the stack is and whether it trains: versions, the device, one SPT training step (bf16 on a GPU), and
+    the ListOps column's step counts with its GPU-hours at 1 step/s (hours scale as 1 / steps/s)."""
+    import evaluate
+
+    import hf_spt
+    from benchmarking import build_model, make_batch, resolve_preset, synchronize, training_step
+    from hf_spt.experiments.suites.lra import LraSuite, gpu_hours, lra_grid, step_counts
+    from hf_spt.runs.provenance import run_provenance
+
+    device = "cpu" if dry_run else "cuda"
+    figures: dict[str, Any] = {**run_provenance(), "evaluate": evaluate.__version__,
+                               "hf_spt_folder": str(Path(hf_spt.__file__).parent), "python": sys.version.split()[0],
+                               "torch_cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                               "flash_attn": importlib.util.find_spec("flash_attn") is not None,
+                               "pytest": importlib.util.find_spec("pytest") is not None}
+    if device == "cuda":
+        properties = torch.cuda.get_device_properties(0)
+        figures.update(device=properties.name, gpu_memory_gib=properties.total_memory / 2**30,
+                       compute_capability=f"{properties.major}.{properties.minor}")
+    preset = resolve_preset("tiny")
+    started = time.perf_counter()
+    model = build_model("spt_mlm", preset).to(device)
+    batch = make_batch("spt_mlm", preset, device=device, pad_fraction=0.25)
+    training_step(model, batch, None if dry_run else torch.bfloat16)
+    synchronize(device)
+    figures["training_step_seconds"] = time.perf_counter() - started
+    counts = step_counts(lra_grid(LraSuite(output_dir=tempfile.gettempdir(), tasks=["listops"])))
+    figures["listops_step_counts"] = counts["listops"]
+    figures["listops_gpu_hours_at_1_step_per_second"] = gpu_hours(counts, SEEDS, {"listops": 1.0})["listops"]
+    return figures
 
 
-def run_step(command: list[str], seconds: int) -> int | str:
-    """Run one step of the check offline; its exit status, or "timeout" (the check goes on and reports it)."""
-    try:
-        return subprocess.run(command, timeout=seconds, env={**os.environ, **OFFLINE}).returncode
-    except subprocess.TimeoutExpired:
-        return "timeout"
+# ---- reading what each step left in its folder (after a success, a failure or a timeout alike)
+
+def step_rates(widths: list[int], ends: list[float], profiled: list[int] | None = None) -> dict[str, Any]:
+    """Steps/s of a `timed_run.py` log: step i lasted ends[i] - ends[i-1]. Warm steps met a width seen before,
+    cold ones a new width; the first step (one-time set-up) and profiled steps count in neither. The cost of a new
+    width: median cold step minus median warm step, in seconds."""
+    durations = [end - start for start, end in zip([0.0, *ends], ends)]
+    seen: set[int] = set()
+    warm, cold = [], []
+    for step, (width, seconds) in enumerate(zip(widths, durations), start=1):
+        new = width not in seen
+        seen.add(width)
+        if step == 1 or profiled and profiled[0] <= step <= profiled[1]:
+            continue
+        (cold if new else warm).append(seconds)
+
+    def rate(values: list[float]) -> float | None:
+        return len(values) / sum(values) if values else None
+
+    return {"steps_timed": len(durations), "warm_steps": len(warm), "cold_steps": len(cold), "widths": len(seen),
+            "warm_steps_per_second": rate(warm), "cold_steps_per_second": rate(cold),
+            "steps_per_second": rate(warm + cold),
+            "new_width_cost_seconds": statistics.median(cold) - statistics.median(warm) if warm and cold else None}
 
 
-def default_run(output: Path, bf16: bool) -> dict:
-    """The default experiment (`run_spt.py` with no arguments) through `accelerate launch`, fp32 or bf16: its exit
-    status and each arm's test and validation accuracy."""
-    folder = output / ("default_bf16" if bf16 else "default_fp32")
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1",
-               "--mixed_precision", "bf16" if bf16 else "no", "--dynamo_backend", "no",
-               str(ROOT / "run_scripts" / "run_spt.py"), "--output_dir", str(folder), "--overwrite_output_dir",
-               "--disable_tqdm", "true", *(["--bf16"] if bf16 else [])]
-    status = run_step(command, DEFAULT_RUN_SECONDS)
-    results = json.loads((folder / "results.json").read_text()) if (folder / "results.json").is_file() else {}
-    return {"status": status, "arms": {arm["arm"]: {key: arm.get(key) for key in ("test_accuracy", "eval_accuracy",
-                                                                                   "seconds")}
-                                       for arm in results.get("arms", [])}}
+def read_json(path: Path) -> dict[str, Any]:
+    """A step's JSON output, or {} when the step left none."""
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def pretraining_seconds(folder: Path) -> tuple[int, float] | None:
-    """The steps and seconds of the SPT phase a `run_spt.py --mode spt` run in `folder` recorded (None: no result)."""
-    result = json.loads((folder / "results.json").read_text()) if (folder / "results.json").is_file() else {}
-    pretrain = result.get("pretrain", {})
-    return (pretrain["steps"], pretrain["seconds"]) if pretrain.get("steps") and pretrain.get("seconds") else None
+def read_preflight(folder: Path) -> dict[str, Any]:
+    return read_json(folder / "preflight.json")
 
 
-def main(args: argparse.Namespace) -> dict:
-    if not torch.cuda.is_available():
-        print("gpu_self_check.py needs a CUDA device: a CUDA build of torch (this one: "
-              f"{torch.__version__}) and a visible GPU. It runs the default experiment, bench_gpu_mfu.py, "
-              f"{args.steps} steps of full-scale ListOps SPT, the padded-batch benchmark and the GPU tests (under 8 "
-              "minutes on one GPU). Nothing measured.")
-        sys.exit(2)
+def timed_run_reader(gpu_hours_at_1_step_per_second: Callable[[], float | None],
+                     rate: str) -> Callable[[Path], dict]:
+    """The reader of a ListOps run's step log: its rates, the profile summary, and the GPU-hours of the suite's
+    ListOps column at the rate `rate` of `step_rates` (from the preflight's figure at 1 step/s)."""
+    def read(folder: Path) -> dict[str, Any]:
+        log = read_json(folder / "step_times.json")
+        if not log:
+            return {}
+        figures = {**step_rates(log["widths"], log["ends"], log["profiled"]), "device": log["device"],
+                   "profiled_steps": log["profiled"], "profile": log["profile"]}
+        hours = gpu_hours_at_1_step_per_second()
+        if hours is not None and figures[rate]:
+            figures["gpu_hours"] = hours / figures[rate]
+        return figures
+    return read
+
+
+def read_attention(folder: Path) -> dict[str, Any]:
+    bench = read_json(folder / "padded_attention.json")
+    padded = next((result for name, result in bench.get("results", {}).items() if name.startswith("padded")), {})
+    return {**bench, "padded_operators": padded.get("attention_operators")} if bench else {}
+
+
+def read_default_run(folder: Path) -> dict[str, Any]:
+    """Each arm's test and validation accuracy and seconds (results.json), or the phases finished before a stop."""
+    results = read_json(folder / "run" / "results.json")
+    if results:
+        return {"arms": {arm["arm"]: {key: arm.get(key) for key in ("test_accuracy", "eval_accuracy", "seconds")}
+                         for arm in results.get("arms", [])}}
+    return {"finished_phases": sorted(path.parent.name for path in (folder / "run").glob("*/phase.json"))}
+
+
+def read_mfu(folder: Path) -> dict[str, Any]:
+    """bench_gpu_mfu.py's JSON, with SPT's tokens/s over BERT's (eager, compiled) and compiled over eager (SPT)."""
+    bench = read_json(folder / "gpu_mfu.json")
+    speed = {(row["model"], row["compiled"]): row["tokens_per_s"] for row in bench.get("results", [])}
+    modes = {"eager": False, "compiled": True}
+    ratios = {"spt_over_bert": {mode: speed[("spt_mlm", compiled)] / speed[("bert_mlm", compiled)]
+                                for mode, compiled in modes.items() if ("bert_mlm", compiled) in speed}}
+    if ("spt_mlm", True) in speed:
+        ratios["compiled_over_eager"] = speed[("spt_mlm", True)] / speed[("spt_mlm", False)]
+    return {**bench, **ratios} if bench else {}
+
+
+def read_tests(folder: Path) -> dict[str, Any]:
+    """pytest's summary line."""
+    lines = (folder / "stdout.txt").read_text(errors="replace").strip().splitlines()
+    return {"pytest_summary": lines[-1]} if lines else {}
+
+
+# ---- the steps
+
+@dataclass(frozen=True)
+class Step:
+    """One step: its command (None: skipped, for `skip_reason`) and how its figures are read from its folder."""
+
+    name: str
+    command: list[str] | None
+    read: Callable[[Path], dict[str, Any]]
+    skip_reason: str | None = None
+
+
+def plan(args: argparse.Namespace, work: Path, steps: dict[str, dict]) -> list[Step]:
+    """The steps in order, their folders under `work`; `steps` (the report's, filled as they run) gives the
+    ListOps readers the preflight's figures."""
+    python, dry = sys.executable, args.dry_run
+    listops_options = {**(DRY_LISTOPS if dry else {"num_train": LISTOPS_STEPS * 32, "num_validation": 64,
+                                                   "num_test": 64}),
+                       "cache_dir": str(work / "listops_data")}  # generated once, for both ListOps runs
+    listops_size = [*(DRY_LISTOPS_MODEL if dry else []), "--task_options", json.dumps(listops_options)]
+
+    def listops(name: str, steps_to_run: int, flags: list[str], profile: list[str]) -> list[str]:
+        return [python, str(BENCHMARKS / "timed_run.py"), "--step_log", str(work / name / "step_times.json"),
+                *profile, "--", *LISTOPS_FLAGS, *listops_size, *flags, "--pretrain_max_steps",
+                str(DRY_LISTOPS_STEPS if dry else steps_to_run), "--output_dir", str(work / name / "run")]
+
+    profile = ["--profile_below", "inf" if dry else str(PROFILE_BELOW), "--profile_after",
+               str(DRY_PROFILE_AFTER if dry else PROFILE_AFTER), "--profile_steps",
+               str(DRY_PROFILE_STEPS if dry else PROFILE_STEPS)]
+
+    def hours_at_1_step_per_second() -> float | None:
+        return steps.get("preflight", {}).get("figures", {}).get("listops_gpu_hours_at_1_step_per_second")
+
+    def default_run(name: str, bf16: bool) -> list[str]:
+        return [python, "-m", "accelerate.commands.launch", "--num_processes", "1", "--mixed_precision",
+                "bf16" if bf16 else "no", "--dynamo_backend", "no", str(ROOT / "run_scripts" / "run_spt.py"),
+                "--output_dir", str(work / name / "run"), "--overwrite_output_dir", "--disable_tqdm", "true",
+                *(["--bf16"] if bf16 else []), *(DRY_DEFAULT if dry else [])]
+
+    attention_sizes = (["--device", "cpu", "--batch_size", "2", "--length", "64", "--layers", "1", "--width_steps", "2",
+                        "--repetitions", "1"] if dry else
+                       ["--device", "cuda", "--bf16", "--batch_size", "32", "--length", "2000", "--width_steps", "20",
+                        "--repetitions", "3"])
+    has_pytest = importlib.util.find_spec("pytest") is not None
+    planned = [
+        Step("preflight", [python, str(Path(__file__)), "--preflight", "--output_dir", str(work / "preflight"),
+                           *(["--dry_run"] if dry else [])], read_preflight),
+        Step("listops", listops("listops", LISTOPS_STEPS, ["--attn_implementation", "sdpa", "--pad_to_multiple_of", "8"],
+                                profile), timed_run_reader(hours_at_1_step_per_second, "warm_steps_per_second")),
+        Step("listops_packed", listops("listops_packed", PACKED_STEPS, ["--padding_free"], []),
+             timed_run_reader(hours_at_1_step_per_second, "steps_per_second")),
+        Step("attention", [python, str(BENCHMARKS / "bench_padded_attention.py"), *attention_sizes, "--json",
+                           str(work / "attention" / "padded_attention.json")], read_attention),
+        Step("default_fp32", default_run("default_fp32", False), read_default_run),
+        Step("default_bf16", default_run("default_bf16", True), read_default_run),
+        Step("mfu", [python, str(BENCHMARKS / "bench_gpu_mfu.py"), "--torch_compile", "--repetitions", "5", "--output",
+                     str(work / "mfu" / "gpu_mfu.json"), *(["--dry_run"] if dry else [])], read_mfu),
+        Step("gpu_tests", [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *(str(ROOT / "tests" / name) for name in GPU_TEST_FILES), "-k", "on_a_gpu"]
+             if has_pytest else None, read_tests,
+             None if has_pytest else "pytest is not installed (not a requirement: carry its wheel, docs/performance.md)"),
+    ]
+    return [Step(step.name, None, step.read, "left out with --skip") if step.name in args.skip else step
+            for step in planned]
+
+
+# ---- running a step and keeping its record
+
+def run_step(command: list[str], seconds: float, folder: Path) -> dict[str, Any]:
+    """Run `command` offline in its own process group, stdout and stderr to files in `folder`; past `seconds` the
+    whole group is killed (a launcher's children too). Its status (ok, failed, timeout), seconds and limit, and
+    for a step that did not succeed, its exit status and the tail of its stderr."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))  # this checkout's hf_spt first
+    environment = {**os.environ, **OFFLINE, "PYTHONPATH": path}
+    started = time.monotonic()
+    with open(folder / "stdout.txt", "wb") as stdout, open(folder / "stderr.txt", "wb") as stderr:
+        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=environment, cwd=ROOT,
+                                   start_new_session=True)
+        try:
+            exit_status = process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            exit_status = None
+        finally:  # a timed-out step, what a finished one left running, the step of a check that is stopped itself
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+    record: dict[str, Any] = {"status": "timeout" if exit_status is None else "ok" if exit_status == 0 else "failed",
+                              "seconds": round(time.monotonic() - started, 1), "limit": seconds}
+    if record["status"] != "ok":
+        record["exit_status"] = exit_status
+        record["stderr_tail"] = (folder / "stderr.txt").read_bytes()[-STDERR_TAIL:].decode(errors="replace")
+    return record
+
+
+def write_report(output: Path, report: dict[str, Any]) -> None:
+    """Rewrite OUTPUT_DIR/gpu_self_check.json atomically (a temporary file, then `os.replace`): a check killed at
+    any moment leaves the previous whole report. Written here rather than with hf_spt's writer: the check must
+    report even where hf_spt does not import."""
+    temporary = output / f".{REPORT_NAME}.tmp"
+    temporary.write_text(json.dumps(report, indent=1))
+    os.replace(temporary, output / REPORT_NAME)
+
+
+def summary(steps: dict[str, dict]) -> dict[str, Any]:
+    """The `SUMMARY` figures the steps gave so far."""
+    return {key: steps[step]["figures"][figure] for key, (step, figure) in SUMMARY.items()
+            if figure in steps.get(step, {}).get("figures", {})}
+
+
+def log_line(name: str, record: dict[str, Any]) -> str:
+    """One line of the log: the step's status, seconds and limit, its `SUMMARY` figures, or why it failed."""
+    figures = summary({name: record})
+    line = f"{name}: {record['status']}"
+    if "seconds" in record:
+        line += f" in {record['seconds']} s (limit {record['limit']} s)"
+    line += "".join(f", {key} {value:.4g}" if isinstance(value, float) else f", {key} {value}"
+                    for key, value in figures.items())
+    reason = record.get("reason") or record.get("figures_error") or record.get("stderr_tail", "").strip()
+    return line + (f": {reason.splitlines()[-1]}" if reason else "")
+
+
+def main(args: argparse.Namespace) -> dict[str, Any]:
     output = Path(args.output_dir)
+    if args.preflight:
+        figures = preflight(args.dry_run)
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "preflight.json").write_text(json.dumps(figures, indent=1))
+        print(json.dumps(figures, indent=1))
+        return figures
+    if not torch.cuda.is_available() and not args.dry_run:
+        print("gpu_self_check.py needs a CUDA device: a CUDA build of torch (this one: "
+              f"{torch.__version__}) and a visible GPU. It runs a preflight, full-scale ListOps SPT padded and "
+              "packed, the attention diagnosis, the default experiment, bench_gpu_mfu.py and the GPU tests (7 "
+              "minutes at most on one GPU); --dry_run runs their plumbing on this CPU. Nothing measured.")
+        sys.exit(2)
     output.mkdir(parents=True, exist_ok=True)
-    report: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                    "flash_attn": importlib.util.find_spec("flash_attn") is not None}
-    if not args.skip_default_run:
-        report["default_experiment"] = {"fp32": default_run(output, False), "bf16": default_run(output, True)}
-    if not args.skip_mfu:
-        report["mfu_status"] = run_step([sys.executable, str(ROOT / "benchmarks" / "bench_gpu_mfu.py"), "--output",
-                                         str(output / "gpu_mfu.json"), "--torch_compile"], MFU_SECONDS)
-        if (output / "gpu_mfu.json").is_file():
-            report["mfu"] = json.loads((output / "gpu_mfu.json").read_text())
-    # two runs, WARMUP_STEPS and --steps long: the difference of their clocks is --steps - WARMUP_STEPS training
-    # steps alone (set-up, the loop's start and the first steps' warm-up cancel; data generation is outside both)
-    runs = {}
-    for steps in (WARMUP_STEPS, args.steps):
-        folder = output / f"listops_spt_{steps}"
-        report[f"listops_{steps}_status"] = run_step(listops_command(args, folder, steps), LISTOPS_SECONDS)
-        runs[steps] = pretraining_seconds(folder)
-    if all(runs.values()) and runs[args.steps][1] > runs[WARMUP_STEPS][1]:
-        speed = (runs[args.steps][0] - runs[WARMUP_STEPS][0]) / (runs[args.steps][1] - runs[WARMUP_STEPS][1])
-        from hf_spt.experiments.suites.lra import LraSuite, gpu_hours, lra_grid, step_counts
-
-        counts = step_counts(lra_grid(LraSuite(output_dir=str(output), tasks=["listops"])))
-        report.update(listops_steps_per_second=speed, listops_runs_steps_seconds=runs,
-                      listops_step_counts=counts["listops"],
-                      listops_gpu_hours_3_seeds=gpu_hours(counts, SEEDS, {"listops": speed})["listops"])
-    report["padded_status"] = run_step([sys.executable, str(ROOT / "benchmarks" / "bench_padded_attention.py"),
-                                        "--device", "cuda", "--bf16", "--batch_size", "32", "--length", "2000",
-                                        "--json", str(output / "padded_attention.json")], PADDED_SECONDS)
-    if (output / "padded_attention.json").is_file():
-        report["padded_attention"] = json.loads((output / "padded_attention.json").read_text())
-    report["gpu_tests_status"] = run_step([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                           *(str(ROOT / "tests" / name) for name in GPU_TEST_FILES), "-k", "on_a_gpu"],
-                                          TESTS_SECONDS)
-    (output / "gpu_self_check.json").write_text(json.dumps(report, indent=1))
-    print(json.dumps({k: v for k, v in report.items() if k != "mfu"}, indent=1))
+    # stopped from outside (a machine's time limit): end the running step's processes, keep the report written so far
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    factor = DRY_RUN_LIMIT_FACTOR if args.dry_run else 1
+    steps: dict[str, dict] = {}
+    report: dict[str, Any] = {"summary": {}, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                              "dry_run": args.dry_run, "step_seconds": STEP_SECONDS, "steps": steps}
+    write_report(output, report)
+    with tempfile.TemporaryDirectory(prefix="gpu_self_check_") as work, open(output / LOG_NAME, "w") as log:
+        for step in plan(args, Path(work), steps):
+            if step.command is None:
+                record = {"status": "skipped", "reason": step.skip_reason}
+            else:
+                record = run_step(step.command, STEP_SECONDS[step.name] * factor, Path(work) / step.name)
+                try:
+                    record["figures"] = step.read(Path(work) / step.name)
+                except Exception as error:  # noqa: BLE001  (a reader's slip must not lose the report)
+                    record["figures_error"] = f"{type(error).__name__}: {error}"
+            steps[step.name] = record
+            report["summary"] = summary(steps)
+            if step.name == "preflight" and record["status"] != "ok":
+                report["ended"] = "the preflight failed (its stderr_tail says why): nothing else ran"
+            write_report(output, report)
+            for stream in (log, sys.stdout):
+                print(log_line(step.name, record), file=stream, flush=True)
+            if "ended" in report:
+                break
+    print(json.dumps(report["summary"], indent=1))
     return report
 
 
+def exit_status(report: dict[str, Any]) -> int:
+    """0 when every step succeeded or was skipped, else 1 (the preflight's own run: 0)."""
+    return int(any(record["status"] not in ("ok", "skipped") for record in report.get("steps", {}).values()))
+
+
 if __name__ == "__main__":
-    main(parse_arguments())
+    sys.exit(exit_status(main(parse_arguments())))
