@@ -72,7 +72,7 @@ LISTOPS_STEPS, PACKED_STEPS = 300, 150
 PROFILE_BELOW, PROFILE_AFTER, PROFILE_STEPS = 20.0, 100, 20  # steps/s under which ListOps is profiled; when; how long
 STDERR_TAIL = 4000  # characters of a failed step's stderr kept in the JSON
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-GPU_TEST_FILES = ("test_hub_kernels.py", "test_host_syncs.py")  # their `test_on_a_gpu_*` tests
+GPU_TEST_FILES = ("test_hub_kernels.py", "test_host_syncs.py", "test_varlen_attention.py")  # their `test_on_a_gpu_*` tests
 REPORT_NAME, LOG_NAME = "gpu_self_check.json", "gpu_self_check.log"
 # the figures the JSON repeats at its top: {key: (step, figure)}
 SUMMARY = {"device": ("preflight", "device"), "cudnn": ("preflight", "cudnn"),
