@@ -169,15 +169,15 @@ class SptModel(SptPreTrainedModel):
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
 
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.word_embeddings = value
+
     def _runs_kernel(self, hidden_states: torch.Tensor) -> bool:
         """Whether a packed row runs a varlen kernel (flash attention; `torch_varlen` where its kernel runs),
         else a block-diagonal mask."""
         if self.config._attn_implementation == TORCH_VARLEN:
             return varlen_kernel_runs(hidden_states, self.config, self.training)
         return runs_varlen_attention(self.config)
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.embeddings.word_embeddings = value
 
     def forward(
         self,
