@@ -141,7 +141,7 @@ def test_summary_pairs_each_budget_with_its_controls():
     assert summary["budgets"][1]["gain_vs_compute_matched"] == pytest.approx(0.4)
     assert summary["budgets"][0]["gain_vs_compute_matched"] == pytest.approx(0.05)
     assert list(summary["controls"]) == ["scratch_alibi"]
-    assert "| 10 | 1.00e+03 | 90.0 ± 0.0 (1) | 50.0 ± 0.0 (1) | +40.0 | +40.0 | n/a | n/a |" in study_markdown(
+    assert "| 10 | 1.00e+03 | 90.0 ± n/a (1) | 50.0 ± n/a (1) | +40.0 | +40.0 | n/a | n/a |" in study_markdown(
         {"c": summary}, [], NO_EVIDENCE)
     assert arm_kind("spt_e10", 10) == "spt" and arm_kind("spt_1_epochs", 1) == "spt_1_epochs"
 
@@ -272,7 +272,7 @@ def test_a_study_without_spt_budget_writes_its_table_without_the_figure(tmp_path
              "test_accuracy": 0.55, "eval_accuracy": 0.5, "pretrain_epochs": None, "pretrain_tokens": 0,
              "budget_tokens": 0, "num_layers": 1}]
     write_study_report(rows, [], summarize_study(rows), study_evidence(rows, {}), tmp_path)
-    assert "| scratch | 55.0 ± 0.0 (1) |" in (tmp_path / "budget_study.md").read_text()
+    assert "| scratch | 55.0 ± n/a (1) |" in (tmp_path / "budget_study.md").read_text()
     assert not (tmp_path / "budget_study.png").exists()
 
 
