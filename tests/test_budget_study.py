@@ -141,7 +141,7 @@ def test_summary_pairs_each_budget_with_its_controls():
     assert summary["budgets"][1]["gain_vs_compute_matched"] == pytest.approx(0.4)
     assert summary["budgets"][0]["gain_vs_compute_matched"] == pytest.approx(0.05)
     assert list(summary["controls"]) == ["scratch_alibi"]
-    assert "| 10 | 1.00e+03 | 90.0 ± 0.0 (1) | 50.0 ± 0.0 (1) | +40.0 | +40.0 | n/a | n/a |" in study_markdown(
+    assert "| 10 | 1.00e+03 | 90.0 ± n/a (1) | 50.0 ± n/a (1) | +40.0 | +40.0 | n/a | n/a |" in study_markdown(
         {"c": summary}, [], NO_EVIDENCE)
     assert arm_kind("spt_e10", 10) == "spt" and arm_kind("spt_1_epochs", 1) == "spt_1_epochs"
 
@@ -272,7 +272,7 @@ def test_a_study_without_spt_budget_writes_its_table_without_the_figure(tmp_path
              "test_accuracy": 0.55, "eval_accuracy": 0.5, "pretrain_epochs": None, "pretrain_tokens": 0,
              "budget_tokens": 0, "num_layers": 1}]
     write_study_report(rows, [], summarize_study(rows), study_evidence(rows, {}), tmp_path)
-    assert "| scratch | 55.0 ± 0.0 (1) |" in (tmp_path / "budget_study.md").read_text()
+    assert "| scratch | 55.0 ± n/a (1) |" in (tmp_path / "budget_study.md").read_text()
     assert not (tmp_path / "budget_study.png").exists()
 
 
@@ -317,8 +317,51 @@ def test_add_seeds_joins_other_seeds_of_a_configuration_run_into_another_folder(
         run_budget_study.BudgetStudyArguments(combine=f"{report},{later}", add_seeds="easy", replace_configs="easy")
 
 
+def _paired_rows(configs: dict[str, float], budgets: tuple[int, ...] = (100,)) -> list[dict]:
+    """Three seeds of SPT, scratch and compute-matched scratch per configuration ({config: SPT's gain}) and budget."""
+    rows = []
+    for config, gain in configs.items():
+        for seed in (0, 1, 2):
+            rows.append({"config": config, "arm": "scratch", "seed": seed, "test_accuracy": 0.5, "pretrain_tokens": 0,
+                         "budget_tokens": 0, "num_layers": 1, "pretrain_epochs": None, "model": None})
+            for tokens in budgets:
+                for arm, score in (("spt", 0.5 + gain + 0.01 * seed), ("scratch_compute_matched", 0.5 - 0.01 * seed)):
+                    rows.append({"config": config, "arm": arm, "seed": seed, "test_accuracy": score,
+                                 "pretrain_tokens": tokens if arm == "spt" else 0, "budget_tokens": tokens,
+                                 "num_layers": 1, "pretrain_epochs": tokens / 10, "model": None})
+    return rows
+
+
+def test_the_paired_figure_draws_the_readme_configurations_and_pools(tmp_path):
+    """The README's table as panels: every length configuration (32x32 at both budgets included) with 8x8's pool
+    over its budgets right after its rows, the labelled-data sizes with their study's pool; the length study's pool
+    of 8x8 with 16x16, which the text never cites, is not drawn; nor is a configuration of no panel."""
+    from hf_spt.experiments.suites.budget_report import PAIRED_PLOT_NAME, _panel_rows, paired_panels, write_study_report
+
+    rows = [*_paired_rows({"digits8": 0.0, "digits16": 0.05}, budgets=(100, 400)),
+            *_paired_rows({"digits32": -0.04, "digits32_e40": -0.04, "digits16_n600": 0.1, "digits16_n300": 0.1,
+                           "digits16_n150": 0.05, "elsewhere": 0.2})]
+    evidence = study_evidence(rows, {"digits_length": ["digits8", "digits16"],
+                                     "digits_data_size": ["digits16_n150", "digits16_n300", "digits16_n600"]})
+    panels = paired_panels(evidence)
+    assert [list(panel.configs) for panel in panels] == [["digits8", "digits16", "digits32", "digits32_e40"],
+                                                         ["digits16_n600", "digits16_n300", "digits16_n150"]]
+    length = [(label, pooled, sorted(controls)) for label, pooled, controls in _panel_rows(panels[0], evidence)]
+    assert [label for label, _, _ in length] == [
+        "8x8\n10 SPT epochs", "8x8\n40 SPT epochs", "8x8, both budgets\npooled (seed means)", "16x16\n10 SPT epochs",
+        "16x16\n40 SPT epochs", "32x32\n10 SPT epochs", "32x32\n10 SPT epochs"]
+    assert length[2][1:] == (True, ["scratch", "scratch_compute_matched"])
+    size = _panel_rows(panels[1], evidence)
+    assert size[-1][0] == "150, 300, 600 pictures\npooled (seed means)" and size[-1][2]["scratch"].n == 3
+    write_study_report(rows, [], summarize_study(rows), evidence, tmp_path)
+    assert (tmp_path / PAIRED_PLOT_NAME).stat().st_size > 0
+    assert (tmp_path / "budget_study.md").read_text().startswith("# Budget study\n\nPaired by seed: 28 paired "
+                                                                  "intervals, ")
+
+
 def test_the_paired_figure_draws_each_study_of_several_configurations(tmp_path):
-    """`budget_study_paired.png`: one panel per study that pools several configurations, none for a lone one."""
+    """`budget_study_paired.png` of a study of the user's: one panel per study that pools several configurations,
+    none for a lone one."""
     from hf_spt.experiments.suites.budget_report import PAIRED_PLOT_NAME, write_study_report
 
     rows = []

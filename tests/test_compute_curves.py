@@ -56,6 +56,9 @@ def test_curves_read_the_epochs_of_training_and_combine_seeds():
     assert long.flops() == [10.0, 20.0, 30.0] and long.running_best() == [0.5, 0.7, 0.7]
     combined = arm_curve([long, short])  # the stopped seed keeps its best; FLOPs per epoch as the others spend
     assert combined.best_so_far == pytest.approx([0.4, 0.6, 0.6]) and combined.flops == [10.0, 20.0, 30.0]
+    assert combined.lowest_so_far == [0.3, 0.5, 0.5] and combined.highest_so_far == [0.5, 0.7, 0.7]  # the band
+    # the kept checkpoint (its test accuracy's): the first epoch of the best validation, 0.7 at epoch 2 not 3
+    assert long.kept_flops() == 20.0 and short.kept_flops() == 20.0
     assert combined.first_reaching(0.6) == 20.0 and combined.first_reaching(0.65) is None
     assert combined.total_flops == 25.0
     spt = ComputeCurve("c", "spt", 0, 100.0, 10.0, [(1.0, 0.65)])
@@ -74,7 +77,17 @@ def test_reports_round_halves_up_and_print_the_same_digits_in_every_table():
     curves = [ComputeCurve("c", "spt", seed, 0.0, 1.0, [(1.0, 0.5)], test) for seed, test in enumerate(tests)]
     assert _pct(mean_std(tests)) == "86.3 ± 2.3 (3)" and "| 86.3 ± 2.3 |" in compute_markdown(curves)
     assert _pct(mean_std([0.64, 0.635])) == "63.8 ± 0.4 (2)"
+    assert "| test %, mean ± sample std over seeds |" in compute_markdown(curves)
     assert (_points(0.6375 - 0.67), _points(0.0), _points(0.00025)) == ("-3.3", "+0.0", "+0.0")
+
+
+def test_one_seed_has_no_spread_in_any_table():
+    """A std over one seed is undefined: "n/a", not "± 0.0", in the budget and compute tables."""
+    from hf_spt.experiments.suites.budget_report import _pct
+    from hf_spt.experiments.suites.seed_tables import mean_std
+
+    assert _pct(mean_std([0.55])) == "55.0 ± n/a (1)"
+    assert "| 55.0 ± n/a |" in compute_markdown([ComputeCurve("c", "spt", 0, 0.0, 1.0, [(1.0, 0.5)], 0.55)])
 
 
 def _write_csv(path: Path, rows: list[tuple[str, str]]) -> str:

@@ -106,7 +106,7 @@ def test_a_new_suite_arm_is_one_entry_of_arms(tmp_path, capsys, monkeypatch):
     run_lra.main(run_lra.LraArguments(dry_run=True, scale="mini", tasks="markov", output_dir=str(tmp_path)))
     assert "| scratch | scratch_compute_matched | spt | spt_frozen |" in capsys.readouterr().out
     rows = [{"task": "markov", "arm": "spt", "seed": 0, "test_accuracy": 0.9, "seconds": 1.0}]
-    assert "| markov | – | – | 90.0 ± 0.0 (n=1) | – |" in markdown(lra_table(rows, [arm.name for arm in grid.arms]))
+    assert "| markov | – | – | 90.0 ± n/a (n=1) | – |" in markdown(lra_table(rows, [arm.name for arm in grid.arms]))
 
 
 def test_suite_end_to_end_resumes_without_duplicate_rows(lra_root, tmp_path, monkeypatch):

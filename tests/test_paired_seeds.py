@@ -1,14 +1,20 @@
 """Paired differences over seeds (`paired_seeds`): the t quantile against a published table, one hand-computed
-case, one seed (no interval), and how the budget study pairs arms and pools configurations."""
+case, one seed (no interval), pools with the seed as the unit (the digits studies' committed seeds 0-2), the count
+of intervals a report prints, and how the budget study pairs arms and pools configurations."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 
-from hf_spt.experiments.suites.budget_study import paired_comparisons, study_evidence
-from hf_spt.experiments.suites.paired_seeds import PairedDifference, paired_cells, paired_difference, pooled, t_quantile
+from hf_spt.experiments.suites.budget_study import paired_comparisons, shipped_study_configs, study_evidence
+from hf_spt.experiments.suites.paired_seeds import (PairedDifference, interval_count, paired_cells, paired_difference,
+                                                    seed_pool, t_quantile)
+
+COMMITTED_ROWS = Path(__file__).resolve().parent.parent / "docs" / "lra" / "budget_study.json"
 
 # Two-sided 95% points of Student's t, NIST/SEMATECH e-Handbook of Statistical Methods, table 1.3.6.7.2 (column
 # 0.975, three decimals).
@@ -44,8 +50,67 @@ def test_one_seed_gives_no_interval_and_zero_inside_is_not_resolved():
     wide = paired_difference({0: 0.6, 1: 0.7, 2: 0.8}, {0: 0.65, 1: 0.6, 2: 0.6})
     assert wide.interval[0] < 0 < wide.interval[1] and wide.verdict() == "not resolved with 3 seeds"
     assert paired_difference({0: 0.5}, {1: 0.5}) is None
-    assert pooled([one, wide]).verdict() == "not resolved with 4 pairs"
     assert PairedDifference.from_dict(wide.to_dict()) == wide
+    with pytest.raises(ValueError, match="one difference per seed"):
+        PairedDifference(((0, 0.1), (0, 0.2)))
+
+
+def test_a_seed_pool_averages_each_seeds_comparisons_over_the_seeds_all_of_them_hold():
+    budgets = [paired_difference({0: 0.6, 1: 0.7, 2: 0.8}, {0: 0.5, 1: 0.5, 2: 0.5}),
+               paired_difference({1: 0.9, 0: 0.4}, {0: 0.5, 1: 0.5})]  # seed 2 ran one budget only: left out
+    pool = seed_pool(budgets)
+    assert pool.seeds == [0, 1] and pool.differences == pytest.approx([0.0, 0.3])
+    assert pool.n == 2 and pool.verdict() == "not resolved with 2 seeds"
+    assert seed_pool([budgets[0], paired_difference({3: 0.5}, {3: 0.4})]) is None
+
+
+# Test accuracy of SPT and compute-matched scratch in the digits studies' seeds 0, 1, 2 ({(configuration, SPT
+# epochs): (SPT, compute-matched scratch)}), as docs/lra/budget_study.json holds them: issue 48's three pools.
+DIGITS = {("digits8", 10): ((0.8075, 0.845, 0.8375), (0.91, 0.9075, 0.875)),
+          ("digits8", 40): ((0.8425, 0.8625, 0.8075), (0.8975, 0.865, 0.895)),
+          ("digits16_n150", 320): ((0.3325, 0.2625, 0.295), (0.2475, 0.26, 0.21)),
+          ("digits16_n300", 160): ((0.45, 0.35, 0.405), (0.275, 0.2625, 0.355)),
+          ("digits16_n600", 80): ((0.5775, 0.585, 0.6125), (0.585, 0.255, 0.4575))}
+
+
+def _digits_rows() -> list[dict]:
+    return [{"config": config, "arm": arm, "seed": seed, "test_accuracy": accuracy, "budget_tokens": epochs,
+             "pretrain_tokens": epochs if arm == "spt" else 0, "pretrain_epochs": epochs, "num_layers": 2, "model": None}
+            for (config, epochs), arms in DIGITS.items()
+            for arm, scores in zip(("spt", "scratch_compute_matched"), arms) for seed, accuracy in enumerate(scores)]
+
+
+def test_the_fixture_is_the_committed_rows():
+    committed = {(row["config"], row["arm"], row["pretrain_epochs"], row["seed"]): row["test_accuracy"]
+                 for row in json.loads(COMMITTED_ROWS.read_text())}
+    for row in _digits_rows():
+        assert committed[row["config"], row["arm"], row["pretrain_epochs"], row["seed"]] == row["test_accuracy"]
+
+
+def test_the_seed_as_the_unit_gives_issue_48s_intervals():
+    """8x8 over both budgets, the three labelled-data sizes, and the two smaller sizes: each seed's mean difference,
+    then the t-interval over the three seeds (pooled as independent pairs they read [-9.5, -2.0] over 6 pairs and
+    [+2.8, +18.6] over 9)."""
+    evidence = study_evidence(_digits_rows(), shipped_study_configs())
+    pools = {(p["scope"], p["control"]): p["difference"] for p in evidence["pooled"]}
+    eight = pools["digits8", "scratch_compute_matched"]
+    assert paired_cells(eight) == ["0, 1, 2", "-7.88, -3.25, -6.25", "-5.8", "2.3", "[-11.6, +0.04]", "0 of 3",
+                                   "not resolved with 3 seeds"]
+    assert paired_cells(pools["digits_data_size", "scratch_compute_matched"])[1:5] == [
+        "+8.42, +14, +9.67", "+10.7", "2.9", "[+3.4, +18.0]"]
+    smaller = [c["difference"] for c in evidence["paired"] if c["control"] == "scratch_compute_matched"
+               and c["config"] in ("digits16_n150", "digits16_n300")]
+    assert paired_cells(seed_pool(smaller))[4:] == ["[-2.9, +19.0]", "3 of 3", "not resolved with 3 seeds"]
+
+
+def test_a_report_says_how_many_intervals_it_prints_and_how_many_exclude_0():
+    resolved = paired_difference({0: 0.7, 1: 0.71, 2: 0.72}, {0: 0.5, 1: 0.5, 2: 0.5})
+    wide = paired_difference({0: 0.6, 1: 0.7, 2: 0.8}, {0: 0.65, 1: 0.6, 2: 0.6})
+    one = paired_difference({0: 0.7}, {0: 0.5})
+    assert interval_count([("scratch", resolved), ("scratch", wide), ("scratch_alibi", resolved), ("scratch", one)]) == (
+        "3 paired intervals, 2 exclude 0 (against scratch: 1 of 2; against scratch_alibi: 1 of 1). At 95% each, were "
+        "every true difference 0, about 0.1 of 3 would exclude 0 by chance alone.")
+    assert interval_count([("scratch", one)]) == "No paired interval (every comparison has one seed)."
 
 
 def _row(config, arm, seed, accuracy, budget=0, pretrained=False, depth=2, model=None):
@@ -67,7 +132,8 @@ def test_the_study_pairs_each_pretrained_arm_with_the_controls_of_its_depth_and_
     first = paired_comparisons(rows)[0]["difference"]
     assert first.differences == pytest.approx([0.2, 0.2, 0.2]) and first.resolved
     pooled_rows = study_evidence(rows, {"study": ["c", "d", "elsewhere"]})["pooled"]
-    assert [(p["scope"], p["control"], p["difference"].n) for p in pooled_rows] == [("study", "scratch", 6)]
+    assert [(p["scope"], p["control"], p["comparisons"], p["difference"].n) for p in pooled_rows] == [
+        ("study", "scratch", 2, 3)]  # c's and d's SPT minus scratch, three seeds
 
 
 def test_the_grid_and_lra_reports_pair_spt_with_their_controls():

@@ -85,6 +85,13 @@ class ComputeCurve:
         """The best validation accuracy so far after each epoch: what the kept checkpoint scores."""
         return list(np.maximum.accumulate([accuracy for _, accuracy in self.points])) if self.points else []
 
+    def kept_flops(self) -> float:
+        """Cumulative FLOPs at the checkpoint fine-tuning keeps, the one `test_accuracy` was measured on: the first
+        epoch of the best validation accuracy (the Trainer's best model changes only on a strict improvement), for a
+        phase that selects by validation accuracy, fine-tuning's default."""
+        accuracies = [accuracy for _, accuracy in self.points]
+        return self.flops()[accuracies.index(max(accuracies))]
+
     def to_dict(self) -> dict[str, Any]:
         return {"config": self.config, "arm": self.arm, "seed": self.seed, "pretrain_flops": self.pretrain_flops,
                 "flops_per_epoch": self.flops_per_epoch, "points": [list(point) for point in self.points],
@@ -98,12 +105,14 @@ class ComputeCurve:
 @dataclass
 class ArmCurve:
     """An arm's curves over seeds: the mean running best after each epoch, each seed's last value carried on
-    after it stopped, at the seeds' mean cumulative FLOPs."""
+    after it stopped, at the seeds' mean cumulative FLOPs; and the lowest and highest seed's running best there."""
 
     arm: str
     seeds: int
     flops: list[float]
     best_so_far: list[float]
+    lowest_so_far: list[float]
+    highest_so_far: list[float]
     total_flops: float  # mean over seeds, pretraining included
     pretrain_flops: float  # mean over seeds (the seeds of an arm pretrain alike)
     test_accuracies: list[float]  # the seeds' that have one
@@ -129,6 +138,7 @@ def arm_curve(curves: list[ComputeCurve]) -> ArmCurve:
         mean_flops.append(float(known.mean()))
     totals = [curve.flops()[-1] for curve in curves]
     return ArmCurve(curves[0].arm, len(curves), mean_flops, [float(v) for v in best.mean(axis=0)],
+                    [float(v) for v in best.min(axis=0)], [float(v) for v in best.max(axis=0)],
                     float(np.mean(totals)), float(np.mean([curve.pretrain_flops for curve in curves])),
                     [curve.test_accuracy for curve in curves if curve.test_accuracy is not None])
 

@@ -5,8 +5,10 @@ pretraining tokens (SPT, compute-matched scratch and any other arm per budget, s
 control arms as horizontal lines), SPT's gain over each scratch arm, and per SPT checkpoint the MLM loss beside the unigram
 loss and the near-2 proximity ratio of every layer: whether pretraining left the frequency plateau
 and turned attention local, next to whether accuracy followed. Token axes are logarithmic; arms are named and
-coloured as `arm_labels` says. `budget_study.md` adds SPT's differences paired by seed (`paired_seeds`), and
-`budget_study_paired.png` draws them with their 95% intervals for each study of several configurations.
+coloured as `arm_labels` says. `budget_study.md` adds SPT's differences paired by seed (`paired_seeds`; pools of
+several budgets or configurations with the seed as the unit) and how many of its intervals exclude 0, and
+`budget_study_paired.png` draws them, each seed's difference beside the mean and its 95% interval: the README's
+configurations and pools (`DOCS_PANELS`), and any other study of several configurations.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import statistics
 import textwrap
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from ...errors import UserInputError
 from ...runs.folder import read_json, write_json, write_text
 from ...runs.provenance import PROVENANCE_KEYS
 from .arm_labels import arm_colour, arm_words, config_words
-from .paired_seeds import PAIRED_NOTE, STD_NOTE, paired_table
+from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_table
 from .report_sources import join_by_config
 from .seed_tables import mean_std_cell, one_decimal
 
@@ -79,33 +82,43 @@ def _other_budget_arms(entry: dict[str, Any]) -> list[str]:
                    if isinstance(budget[arm], dict) and arm not in ("spt", "scratch_compute_matched")})
 
 
+POOL_NOTE = ("the seed is the unit: each seed's mean difference over the comparisons pooled (those seeds that "
+             "every one holds), then the mean, sd and 95% interval over seeds; the comparisons of one seed share its "
+             "data split (and, against plain scratch, one scratch run), so they are not independent pairs.")
+
+
 def _paired_lines(comparisons: list[dict[str, Any]], pooled: list[dict[str, Any]]) -> list[str]:
     """A configuration's paired table (`paired_seeds`): one row per arm with pretrained weights and control, then
-    SPT pooled over the configuration's budgets."""
+    SPT pooled over the configuration's budgets, seed by seed."""
     rows = [([f"{c['pretrain_epochs']:g}", c["arm"], c["control"]], c["difference"]) for c in comparisons]
     rows += [(["all", "spt", p["control"]], p["difference"]) for p in pooled]
-    return ["", f"{PAIRED_NOTE} \"all\": every budget's pairs pooled (not independent: see the end).", "",
-            *paired_table(["SPT epochs", "arm", "control"], rows)]
+    note = f" \"all\": SPT's budgets pooled; {POOL_NOTE}" if pooled else ""
+    return ["", PAIRED_NOTE + note, "", *paired_table(["SPT epochs", "arm", "control"], rows)]
 
 
 def _pooled_study_lines(pooled: list[dict[str, Any]]) -> list[str]:
-    """SPT pooled over each study's configurations, and why pooled intervals are optimistic."""
+    """SPT pooled over each study's configurations, seed by seed."""
     if not pooled:
         return []
     rows = [([p["scope"], ", ".join(p["configs"]), p["control"]], p["difference"]) for p in pooled]
     return ["## Pooled over a study's configurations", "",
-            "SPT minus each control, every budget's and configuration's seed pairs of one study as one sample. Pairs of "
-            "one seed share its data split (and, against plain scratch, one scratch run serves every budget), so "
-            "they are not independent and a pooled interval is narrower than independent pairs would make it.", "",
-            *paired_table(["study", "configurations", "control"], rows), ""]
+            f"SPT minus each control over every budget and configuration of one study; {POOL_NOTE} \"difference per "
+            "seed\" is each seed's mean.", "", *paired_table(["study", "configurations", "control"], rows), ""]
+
+
+def _interval_line(evidence: dict[str, list[dict[str, Any]]]) -> str:
+    """How many paired intervals the report prints and how many exclude 0 (`paired_seeds.interval_count`)."""
+    return "Paired by seed: " + interval_count((entry["control"], entry["difference"])
+                                               for entry in (*evidence["paired"], *evidence["pooled"]))
 
 
 def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]],
                    evidence: dict[str, list[dict[str, Any]]]) -> str:
     """One table per configuration: a row per pretraining budget with both controls and the gains, the
     checkpoint's losses and proximity; then scratch and the control arms; then SPT's differences paired by seed
-    (`evidence`: `budget_study.study_evidence`'s); last, the pools over a study's configurations."""
-    lines = []
+    (`evidence`: `budget_study.study_evidence`'s); last, the pools over a study's configurations. First, how many
+    paired intervals all this prints and how many exclude 0."""
+    lines = [_interval_line(evidence), ""]
     scopes = set(summary)
     for config, entry in summary.items():
         probes = _checkpoint_means(checkpoints, config)
@@ -124,7 +137,8 @@ def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[st
                          f"{_pct(budget.get('scratch_compute_matched'))} | {_points(budget['gain_vs_scratch'])} | "
                          f"{_points(budget['gain_vs_compute_matched'])} | {losses} | {ratios} |"
                          + "".join(f" {_pct(budget.get(a))} |" for a in extra))
-        lines += ["", "| arm (no pretraining) | test accuracy |", "|---|---|", f"| scratch | {_pct(entry['scratch'])} |"]
+        lines += ["", "| arm (no pretraining) | test accuracy, mean ± std (seeds) |", "|---|---|",
+                  f"| scratch | {_pct(entry['scratch'])} |"]
         lines += [f"| {arm} | {_pct(stats)} |" for arm, stats in entry["controls"].items()]
         comparisons = [c for c in evidence["paired"] if c["config"] == config]
         if comparisons:
@@ -181,40 +195,118 @@ def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, A
             _legend_beside(proximity)
 
 
+@dataclass(frozen=True)
+class PairedPanel:
+    """A panel of `budget_study_paired.png`: `configs` ({configuration: its label}) drawn SPT budget by budget, then
+    the seed-unit pools of `pools` ({scope: its label}): a configuration's (its budgets) right after its rows, a
+    study's (its configurations) at the end."""
+
+    title: str
+    configs: dict[str, str]
+    pools: dict[str, str]
+
+
+DOCS_PANELS = (
+    PairedPanel("sequence length, 1,197 labelled pictures",
+                {"digits8": "8x8", "digits16": "16x16", "digits32": "32x32", "digits32_e40": "32x32"},
+                {"digits8": "8x8, both budgets"}),
+    PairedPanel("labelled-data size, 16x16 pixels",
+                {"digits16_n600": "600 pictures", "digits16_n300": "300 pictures", "digits16_n150": "150 pictures"},
+                {"digits_data_size": "150, 300, 600 pictures"}),
+)
+"""The README's results table ("Results: where does SPT pay?") as panels: its rows, its pools as the text states
+them (8x8 over both budgets; the three labelled-data sizes). A study of several configurations that these leave
+out gets a panel of its own (`paired_panels`)."""
+
+
+def paired_panels(evidence: dict[str, list[dict[str, Any]]]) -> list[PairedPanel]:
+    """The panels of `budget_study_paired.png` for `evidence` (`budget_study.study_evidence`'s): each of
+    `DOCS_PANELS` with a configuration in it (those it holds), then for each pooled study of several configurations
+    that no panel drew, its configurations and its pool."""
+    held = {c["config"] for c in evidence["paired"]}
+    panels = [PairedPanel(panel.title, {config: label for config, label in panel.configs.items() if config in held},
+                          panel.pools) for panel in DOCS_PANELS if held & set(panel.configs)]
+    drawn = {config for panel in panels for config in panel.configs}
+    studies: dict[str, dict[str, str]] = {}  # {study: {configuration: its label}}, in the evidence's order
+    for entry in evidence["pooled"]:
+        if len(entry["configs"]) > 1:
+            studies.setdefault(entry["scope"], {}).update({config: config_words(config) for config in entry["configs"]})
+    return panels + [PairedPanel(study, configs, {study: study}) for study, configs in studies.items()
+                     if not set(configs) <= drawn]
+
+
+def _panel_rows(panel: PairedPanel, evidence: dict[str, list[dict[str, Any]]]
+                ) -> list[tuple[str, bool, dict[str, PairedDifference]]]:
+    """(label, pooled, {control: SPT minus it}) of each row of `panel`, in its order (`PairedPanel`)."""
+
+    def pool(scope: str) -> list[tuple[str, bool, dict[str, PairedDifference]]]:
+        found = {e["control"]: e["difference"] for e in evidence["pooled"] if e["scope"] == scope}
+        return [(f"{panel.pools[scope]}\npooled (seed means)", True, found)] if found else []
+
+    rows = []
+    for config, label in panel.configs.items():
+        chosen = [c for c in evidence["paired"] if c["config"] == config and c["arm"] == "spt"
+                  and c["control"] in _PAIRED_CONTROLS]
+        for epochs in dict.fromkeys(c["pretrain_epochs"] for c in chosen):
+            rows.append((f"{label}\n{epochs:g} SPT epochs", False,
+                         {c["control"]: c["difference"] for c in chosen if c["pretrain_epochs"] == epochs}))
+        rows += pool(config) if config in panel.pools else []
+    return rows + [row for scope in panel.pools if scope not in panel.configs for row in pool(scope)]
+
+
 def plot_paired(evidence: dict[str, list[dict[str, Any]]], path: Path) -> None:
-    """`budget_study_paired.png`: per study of several configurations (a pooled scope), SPT minus each scratch
-    control paired by seed, per configuration and SPT budget and pooled, as the mean with its 95% interval (one
-    seed: the point alone). A gain is resolved where the bar clears the zero line."""
-    scopes = [entry for entry in evidence["pooled"] if len(entry["configs"]) > 1]
-    studies = list(dict.fromkeys(entry["scope"] for entry in scopes))
-    with saved_figure(path, nrows=len(studies), ncols=1, figsize=(11, 3.6 * len(studies)), squeeze=False) as (_, axes):
-        for (axis,), study in zip(axes, studies):
-            configs = next(entry["configs"] for entry in scopes if entry["scope"] == study)
-            for offset, (control, marker) in zip((-0.12, 0.12), _PAIRED_CONTROLS.items()):
-                chosen = [c for c in evidence["paired"] if c["config"] in configs and c["arm"] == "spt"
-                          and c["control"] == control]
-                budgets = {config: sum(c["config"] == config for c in chosen) for config in configs}
-                labels = [config_words(c["config"]) + (f", {c['pretrain_epochs']:g} SPT epochs"
-                                                       if budgets[c["config"]] > 1 else "") for c in chosen]
-                differences = [c["difference"] for c in chosen]
-                differences += [entry["difference"] for entry in scopes
-                                if entry["scope"] == study and entry["control"] == control]
-                labels += ["pooled"] * (len(differences) - len(labels))
-                for index, difference in enumerate(differences):
+    """`budget_study_paired.png`: a panel per `paired_panels` panel, SPT minus each scratch control paired by seed
+    in each row (a configuration's budget, or a pool on grey), as the mean with its 95% interval (one seed: the
+    point alone) and each seed's difference beside it (a pool's: each seed's mean). A gain is resolved where the
+    bar clears the zero line. One legend, beside the first panel."""
+    from matplotlib.legend_handler import HandlerTuple
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    panels = paired_panels(evidence)
+    with saved_figure(path, dpi=100, nrows=len(panels), ncols=1, figsize=(13, 4.4 * len(panels)),
+                      squeeze=False) as (_, axes):
+        for (axis,), panel in zip(axes, panels):
+            rows = _panel_rows(panel, evidence)
+            for index, (_, pooled, _) in enumerate(rows):
+                if pooled:
+                    axis.axvspan(index - 0.45, index + 0.45, color="0.9", zorder=0)
+            for offset, (control, marker) in zip((-0.17, 0.17), _PAIRED_CONTROLS.items()):
+                for index, difference in ((index, row[2][control]) for index, row in enumerate(rows)
+                                          if control in row[2]):
                     interval = difference.interval
                     error = None if interval is None else [[100 * (difference.mean - interval[0])],
                                                            [100 * (interval[1] - difference.mean)]]
-                    axis.errorbar([index + offset], [100 * difference.mean], yerr=error, fmt=marker, capsize=3,
-                                  color=arm_colour(control, 0), label=arm_words(control) if index == 0 else None)
-                axis.set_xticks(range(len(labels)), [textwrap.fill(label, 24) for label in labels], fontsize=8)
+                    axis.errorbar([index + offset], [100 * difference.mean], yerr=error, fmt=marker, markersize=7,
+                                  capsize=4, color=arm_colour(control, 0))
+                    axis.plot([index + offset + 0.08] * difference.n, [100 * d for d in difference.differences],
+                              **_seed_style(control, marker))
+            axis.set_xticks(range(len(rows)), ["\n".join(textwrap.fill(part, 24) for part in label.split("\n"))
+                                               for label, _, _ in rows], fontsize=10)
+            axis.set_xlim(-0.6, len(rows) - 0.4)
+            axis.tick_params(axis="y", labelsize=10)
             axis.axhline(0, color="black", linewidth=0.8)
-            axis.set(ylabel="SPT minus control (points)", title=f"{study}: paired by seed, mean and 95% interval")
-            _legend_beside(axis)
+            axis.set_ylabel("SPT minus control (points)", fontsize=10)
+            axis.set_title(f"{panel.title}: test accuracy, paired by seed", fontsize=11)
+        means = [Line2D([], [], marker=marker, color=arm_colour(control, 0), markersize=7)
+                 for control, marker in _PAIRED_CONTROLS.items()]
+        seeds = tuple(Line2D([], [], **_seed_style(control, marker)) for control, marker in _PAIRED_CONTROLS.items())
+        axes[0][0].legend([*means, seeds, Patch(color="0.9")],
+                          [*map(arm_words, _PAIRED_CONTROLS), "each seed",
+                           "pooled: the seed as\nthe unit (dots: seed means)"],
+                          handler_map={tuple: HandlerTuple(ndivide=None)}, title="SPT minus (mean, 95% interval)",
+                          fontsize=10, title_fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1))
+
+
+def _seed_style(control: str, marker: str) -> dict[str, Any]:
+    """How `plot_paired` draws one seed's difference: a small hollow marker of the control's."""
+    return {"linestyle": "none", "marker": marker, "markersize": 4, "markerfacecolor": "none",
+            "color": arm_colour(control, 0), "alpha": 0.8}
 
 
 def _legend_beside(axis: Any) -> None:
     """The panel's legend to the right of it, where it covers no data."""
-    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    axis.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
 def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], summary: dict[str, Any],
@@ -226,7 +318,7 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
     write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints, evidence))
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME)
-    if any(len(entry["configs"]) > 1 for entry in evidence["pooled"]):  # a study of several configurations
+    if paired_panels(evidence):  # the README's configurations, or a study of several configurations
         plot_paired(evidence, output_dir / PAIRED_PLOT_NAME)
 
 
@@ -267,4 +359,5 @@ def _report_settings(entry: tuple[str, dict[str, Any]]) -> str:
 
 
 __all__ = ["STUDY_JSON_NAME", "CHECKPOINTS_JSON_NAME", "STUDY_MD_NAME", "STUDY_PLOT_NAME", "PAIRED_PLOT_NAME",
-           "study_markdown", "plot_study", "plot_paired", "write_study_report", "combined_reports"]
+           "POOL_NOTE", "PairedPanel", "DOCS_PANELS", "study_markdown", "plot_study", "paired_panels", "plot_paired",
+           "write_study_report", "combined_reports"]

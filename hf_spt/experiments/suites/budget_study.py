@@ -34,7 +34,7 @@ from ...training.pretrain_trainer import input_lengths
 from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining
-from .paired_seeds import paired_difference, pooled
+from .paired_seeds import paired_difference, seed_pool
 from .seed_tables import mean_std
 from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, experiment_arguments, parse_grid, pretrain_jobs
 from .run_records import read_record
@@ -224,19 +224,18 @@ POOLED_CONTROLS = ("scratch", "scratch_compute_matched")
 
 
 def pooled_comparisons(comparisons: list[dict[str, Any]], scopes: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """SPT (arm kind `spt`) minus plain and compute-matched scratch, every pair of a scope's configurations and
-    budgets as one sample (`paired_seeds.pooled`, which says why such an interval is optimistic), for each scope
-    ({name: configurations}) where that pools more than one comparison and more than one seed (the budgets of
-    one seed are no sample of seeds): {"scope", "configs", "control",
-    "comparisons", "difference"}."""
+    """SPT (arm kind `spt`) minus plain and compute-matched scratch pooled over a scope's configurations and budgets
+    with the seed as the unit (`paired_seeds.seed_pool`: each seed's mean difference, then the interval over
+    seeds), for each scope ({name: configurations}) where that pools more than one comparison over more than one
+    seed: {"scope", "configs", "control", "comparisons", "difference"}."""
     found = []
     for scope, configs in scopes.items():
         for control in POOLED_CONTROLS:
             chosen = [c for c in comparisons if c["config"] in configs and c["arm"] == "spt" and c["control"] == control]
-            if len(chosen) > 1 and len({seed for c in chosen for seed in c["difference"].seeds}) > 1:
+            difference = seed_pool([c["difference"] for c in chosen]) if len(chosen) > 1 else None
+            if difference is not None and difference.n > 1:
                 found.append({"scope": scope, "configs": list(dict.fromkeys(c["config"] for c in chosen)),
-                              "control": control, "comparisons": len(chosen),
-                              "difference": pooled(c["difference"] for c in chosen)})
+                              "control": control, "comparisons": len(chosen), "difference": difference})
     return found
 
 

@@ -11,12 +11,16 @@ pretraining FLOPs, FLOPs per fine-tuning epoch, (epoch, validation accuracy) poi
 `<prefix>_compute.md` (per configuration and arm: best validation, test, compute; and, for each SPT
 arm, the compute at which each scratch arm's best-so-far validation accuracy, averaged over seeds,
 first reaches SPT's best, or "never") and `<prefix>_compute_<config>.png` (the curves: each seed thin,
-the seeds' mean best-so-far thick, FLOPs on a log axis; arms named and coloured as `arm_labels` says, an arm
-kind's budgets in different line styles, the legend beside the axes).
+the seeds' mean best-so-far thick in a band from the lowest to the highest seed's best-so-far, FLOPs on a log
+axis; each seed's test accuracy marked at the compute of the checkpoint it kept, and the seeds' mean of both;
+arms named and coloured as `arm_labels` says, an arm kind's budgets in different line styles, the legend beside
+the axes). Validation chose the checkpoint, so the curves can favour an arm that test does not: the markers
+say what the kept checkpoints score on test.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Collection
 from pathlib import Path
 from types import SimpleNamespace
@@ -174,8 +178,8 @@ def compute_markdown(curves: list[ComputeCurve]) -> str:
     """Per configuration: each arm's best validation, test and compute; then where scratch catches each SPT arm."""
     out = []
     for config, arms in by_config(curves).items():
-        out += [f"## {config}", "", "| arm | seeds | best validation % (mean) | test %, mean ± std | pretraining FLOPs "
-                "| total training FLOPs (mean) |", "|---|---|---|---|---|---|"]
+        out += [f"## {config}", "", "| arm | seeds | best validation % (mean) | test %, mean ± sample std over seeds "
+                "| pretraining FLOPs | total training FLOPs (mean) |", "|---|---|---|---|---|---|"]
         for arm, curve in arms.items():
             out.append(f"| {arm} | {curve.seeds} | {one_decimal(100 * curve.best)} | {_test(curve)} | "
                        f"{_flops(curve.pretrain_flops) if curve.pretrain_flops else '0'} | {curve.total_flops:.2e} |")
@@ -195,28 +199,48 @@ def compute_markdown(curves: list[ComputeCurve]) -> str:
 
 
 def plot_compute(curves: list[ComputeCurve], config: str, path: Path) -> None:
-    """Validation accuracy against cumulative training FLOPs of one configuration's arms (module docstring)."""
+    """Validation accuracy against cumulative training FLOPs of one configuration's arms, and the test accuracy of
+    each run's kept checkpoint at its compute (module docstring)."""
+    from matplotlib.lines import Line2D
+
     arms = by_config(curves)[config]
     budgets = sorted({curve.pretrain_flops for curve in arms.values() if curve.pretrain_flops})
-    with saved_figure(path, figsize=(11, 5)) as (_, axis):
+    with saved_figure(path, dpi=100, figsize=(12, 5.5)) as (_, axis):
         for index, (arm, combined) in enumerate(arms.items()):
             color = arm_colour(arm, index)
             # an arm kind has one colour; its budgets (spt_e10, spt_e40) differ by line style, in budget order
             style = _BUDGET_STYLES[budgets.index(combined.pretrain_flops) % len(_BUDGET_STYLES)] if (
                 combined.pretrain_flops and len(budgets) > 1) else "-"
-            for curve in (c for c in curves if c.config == config and c.arm == arm and c.points):
+            runs = [c for c in curves if c.config == config and c.arm == arm and c.points]
+            for curve in runs:
                 axis.plot(curve.flops(), [100 * a for _, a in curve.points], color=color, alpha=0.3, linewidth=0.8,
                           linestyle=style)
+            axis.fill_between(combined.flops, [100 * v for v in combined.lowest_so_far],
+                              [100 * v for v in combined.highest_so_far], color=color, alpha=0.12, linewidth=0)
             axis.plot(combined.flops, [100 * b for b in combined.best_so_far], color=color, linewidth=2, marker="o",
                       markersize=3, linestyle=style,
                       label=f"{arm_words(arm)} ({combined.seeds} seed{'s' * (combined.seeds > 1)})")
+            tested = [(curve.kept_flops(), 100 * curve.test_accuracy) for curve in runs
+                      if curve.test_accuracy is not None]
+            if tested:
+                axis.plot(*zip(*tested), linestyle="none", marker="D", markersize=5, markerfacecolor="none",
+                          color=color)
+                axis.plot([statistics.fmean(f for f, _ in tested)], [statistics.fmean(t for _, t in tested)],
+                          marker="D", markersize=10, color=color, markeredgecolor="black", zorder=4)
             if combined.pretrain_flops:  # where the arm's fine-tuning starts: its pretraining's cost
                 axis.axvline(combined.pretrain_flops, color=color, linestyle=":", linewidth=1)
-        axis.set(xscale="log", xlabel="cumulative training FLOPs (pretraining included; dotted: pretraining's cost)",
-                 ylabel="validation accuracy (%)", title=f"{config_words(config)}: accuracy against compute",
-                 ylim=(0, 102))
-        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), title="thick: mean best-so-far\nthin: each seed",
-                    title_fontsize=8)  # beside the axes: ten arms' legend inside would cover their curves
+        axis.set(xscale="log", ylim=(0, 102))
+        axis.set_xlabel("cumulative training FLOPs (pretraining included; dotted: pretraining's cost)", fontsize=10)
+        axis.set_ylabel("accuracy (%): validation curves, test diamonds", fontsize=10)
+        axis.set_title(f"{config_words(config)}: accuracy against compute", fontsize=11)
+        axis.tick_params(labelsize=10)
+        handles, labels = axis.get_legend_handles_labels()
+        handles += [Line2D([], [], linestyle="none", marker="D", markersize=5, markerfacecolor="none", color="black"),
+                    Line2D([], [], linestyle="none", marker="D", markersize=10, color="0.6", markeredgecolor="black")]
+        labels += ["a seed's test accuracy, at its\nkept checkpoint's compute", "the seeds' mean (test, compute)"]
+        # beside the axes: ten arms' legend inside would cover their curves
+        axis.legend(handles, labels, fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1), title_fontsize=10,
+                    title="validation: thick, mean best-so-far;\nband, lowest to highest seed;\nthin, each seed")
 
 
 def write_compute_report(curves: list[ComputeCurve], output_dir: str | Path, prefix: str) -> list[Path]:

@@ -4,7 +4,7 @@
 seeds and, when the grid has arms named `scratch` and `spt`, the share of SPT's gain over
 scratch that the arm recovers: (arm - scratch) / (spt - scratch), from the seed means; then every arm minus
 scratch, and SPT minus compute-matched scratch, paired by seed (`paired_seeds`: per-seed differences, their
-mean, sd, 95% interval and verdict).
+mean, sd, 95% interval and verdict), with how many intervals it prints and how many exclude 0.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from ...analysis.plotting import saved_figure
 from ...runs.folder import write_text
-from .paired_seeds import PAIRED_NOTE, STD_NOTE, paired_difference, paired_table
+from .paired_seeds import PAIRED_NOTE, STD_NOTE, interval_count, paired_difference, paired_table
 from .seed_tables import mean_std_cell, seed_scores, summarize
 
 RESULTS_CSV_NAME = "results.csv"
@@ -61,7 +61,8 @@ def paired_markdown(rows: list[dict[str, Any]]) -> str:
                 table.append(([task, arm, control], difference))
     if not table:
         return ""
-    return "\n".join([PAIRED_NOTE, "", *paired_table(["task", "arm", "control"], table), ""])
+    count = interval_count((cells[2], difference) for cells, difference in table)
+    return "\n".join([f"{PAIRED_NOTE} {count}", "", *paired_table(["task", "arm", "control"], table), ""])
 
 
 def bar_plot(summary: dict[str, dict[str, dict[str, float]]], path: Path) -> None:

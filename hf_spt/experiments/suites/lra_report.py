@@ -4,9 +4,9 @@ One row per task: test accuracy (%) of each of the suite's arms (`lra.ARMS`), me
 std over seeds, with the published from-scratch Transformer and (where published per task) SPT
 beside them, then the LRA average row over the LRA tasks that ran (Markov, in the mini suite, is
 shown but never averaged). Below it, SPT minus each other arm paired by seed (`paired_seeds`: per-seed
-differences, their mean, sd, 95% interval and verdict). A second table gives the wall time per task and arm (mean over
-seeds; SPT's includes its pretraining job). The plot shows the same bars with one-std error bars
-and the published scratch score as a marker.
+differences, their mean, sd, 95% interval and verdict, and how many intervals exclude 0). A second table
+gives the wall time per task and arm (mean over seeds; SPT's includes its pretraining job). The plot shows
+the same bars with one-std error bars and the published scratch score as a marker.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from ...analysis.plotting import saved_figure
 from ...runs.folder import write_json, write_text
 from ...tasks.lra_data import LRA_TASKS
-from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, paired_difference, paired_table
+from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_difference, paired_table
 from .seed_tables import mean_std_cell, one_decimal, seed_scores, summarize
 
 LRA_JSON_NAME = "lra_results.json"
@@ -113,9 +113,10 @@ def markdown(table: dict[str, Any]) -> str:
                      + f" | {_number(average['published_scratch'])} | {_number(average['published_spt'])} |")
     lines += ["", f"Test accuracy (%), mean ± std (n = seeds); {STD_NOTE}.", ""]
     if table["paired"]:
-        lines += [PAIRED_NOTE, "", *paired_table(["task", "arm", "control"], [
-            ([entry["task"], entry["arm"], entry["control"]], PairedDifference.from_dict(entry))
-            for entry in table["paired"]], scale=1.0)]
+        rows = [([entry["task"], entry["arm"], entry["control"]], PairedDifference.from_dict(entry))
+                for entry in table["paired"]]
+        count = interval_count((cells[2], difference) for cells, difference in rows)
+        lines += [f"{PAIRED_NOTE} {count}", "", *paired_table(["task", "arm", "control"], rows, scale=1.0)]
     lines += ["", "Wall time per task and arm (seconds, mean over seeds; spt includes its pretraining):", "",
               "| task | " + " | ".join(arm_order) + " |", "|---|" + "---|" * len(arm_order)]
     for task, entry in table["tasks"].items():

@@ -8,6 +8,14 @@ seeds this module gives the differences, their mean, sample standard deviation (
 ahead in. Every suite report (budget study, LRA suite, ablation grid) writes its paired table through here, so
 the same sentence reads the same way in every report: "not resolved with N seeds" where the interval includes 0.
 
+Several comparisons are pooled with the seed as the unit (`seed_pool`): each seed's mean difference over them,
+then the interval over seeds. The comparisons of one seed share its data split (and, against plain scratch, one
+scratch run serves every budget), so they are not independent pairs: counting them as such would narrow the
+interval by the square root of the comparisons pooled without the evidence for it.
+
+A report of many intervals says how many it prints and how many exclude 0 (`interval_count`): at 95% each, an
+interval whose true difference is 0 excludes 0 one time in 20, so a reader weighs one that does against the count.
+
 The t quantile is computed, not tabled: Student t's two-sided probability P(|T| <= t) for integer degrees of
 freedom has a closed form (Abramowitz & Stegun, Handbook of Mathematical Functions, 26.7.3 and 26.7.4), solved
 for 0.95 by bisection; the test checks it against the NIST/SEMATECH e-Handbook of Statistical Methods' table
@@ -18,18 +26,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .seed_tables import one_decimal
+from .seed_tables import one_decimal, rounded
 
 CONFIDENCE = 0.95
 PAIRED_NOTE = ("Paired by seed: each seed's difference, SPT (or the arm named) minus the control, in points; "
                "their mean, sample standard deviation (n - 1) and 95% interval, mean ± t(0.975, n - 1) · sd / √n "
                "(Student t); \"not resolved with N seeds\" where the interval includes 0; one seed gives no interval.")
 PAIRED_HEADER = ["seeds", "difference per seed", "mean", "sd", "95% interval", "ahead", "verdict"]
-STD_NOTE = "± is the sample standard deviation over seeds (n - 1), of each arm on its own"
+STD_NOTE = "± is the sample standard deviation over seeds (n - 1), of each arm on its own; n/a for one seed"
 
 
 def _central_probability(t: float, degrees: int) -> float:
@@ -61,9 +69,14 @@ def t_quantile(degrees: int, confidence: float = CONFIDENCE) -> float:
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """Per-seed differences treated minus control, as (seed, difference) pairs (pooled: several per seed)."""
+    """Per-seed differences treated minus control, as (seed, difference) pairs, one per seed."""
 
     pairs: tuple[tuple[Hashable, float], ...]
+
+    def __post_init__(self):
+        seeds = [seed for seed, _ in self.pairs]
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"one difference per seed, got seeds {seeds}: pool comparisons with `seed_pool`")
 
     @property
     def differences(self) -> list[float]:
@@ -102,15 +115,15 @@ class PairedDifference:
 
     @property
     def seeds(self) -> list[Hashable]:
-        """The seeds of the pairs, each once."""
-        return list(dict.fromkeys(seed for seed, _ in self.pairs))
+        """The seeds, in the pairs' order."""
+        return [seed for seed, _ in self.pairs]
 
     def verdict(self) -> str:
         """"resolved: ahead"/"resolved: behind", "not resolved with N seeds" otherwise, or "one seed: no interval"."""
         if self.interval is None:
             return "one seed: no interval"
         if not self.resolved:
-            return f"not resolved with {self.n} {'seeds' if len(self.seeds) == self.n else 'pairs'}"
+            return f"not resolved with {self.n} seeds"
         return "resolved: ahead" if self.mean > 0 else "resolved: behind"
 
     def to_dict(self, scale: float = 1.0) -> dict[str, Any]:
@@ -120,7 +133,6 @@ class PairedDifference:
                 "mean": scale * self.mean, "sd": None if self.sd is None else scale * self.sd,
                 "interval": None if interval is None else [scale * interval[0], scale * interval[1]],
                 "ahead": self.ahead, "n": self.n, "verdict": self.verdict()}
-
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> PairedDifference:
@@ -135,31 +147,60 @@ def paired_difference(treated: Mapping[Hashable, float], control: Mapping[Hashab
     return PairedDifference(pairs) if pairs else None
 
 
-def pooled(differences: Iterable[PairedDifference]) -> PairedDifference:
-    """Every pair of `differences` as one sample (e.g. a configuration's budgets, or a study's configurations).
-    Pairs of one seed share its data split, and against one control run shared by several budgets, that run too:
-    they are not independent, so a pooled interval is narrower than independent seeds would make it."""
-    return PairedDifference(tuple(pair for difference in differences for pair in difference.pairs))
+def seed_pool(differences: Sequence[PairedDifference]) -> PairedDifference | None:
+    """Several comparisons (e.g. a configuration's budgets, or a study's configurations) pooled with the seed as the
+    unit: each seed's mean difference over them, for the seeds that every comparison holds (so each seed's mean is
+    over the same comparisons), in the first comparison's seed order; None when no seed is in all of them."""
+    common = [seed for seed in differences[0].seeds if all(seed in d.seeds for d in differences[1:])]
+    by_seed = [dict(d.pairs) for d in differences]
+    pairs = tuple((seed, statistics.fmean(values[seed] for values in by_seed)) for seed in common)
+    return PairedDifference(pairs) if pairs else None
 
 
-def _signed(value: float, digits: str) -> str:
-    """`value` with its sign, at one decimal (`digits` "one", halves up as `one_decimal`) or at most two ("two":
-    quarter points stay exact); zero unsigned."""
-    text = one_decimal(value) if digits == "one" else f"{value:.2f}".rstrip("0").rstrip(".")
+def interval_count(differences: Iterable[tuple[str, PairedDifference]]) -> str:
+    """A report's sentence on its paired intervals, from (control, difference) of every row it prints: how many
+    intervals, how many exclude 0, per control, and how many would by chance were every true difference 0."""
+    counts: dict[str, list[int]] = {}
+    for control, difference in differences:
+        if difference.interval is not None:
+            count = counts.setdefault(control, [0, 0])
+            count[0] += 1
+            count[1] += difference.resolved
+    printed, excluding = sum(n for n, _ in counts.values()), sum(m for _, m in counts.values())
+    if not printed:
+        return "No paired interval (every comparison has one seed)."
+    per_control = "; ".join(f"against {control}: {m} of {n}" for control, (n, m) in counts.items())
+    return (f"{printed} paired interval{'s' * (printed > 1)}, {excluding} exclude{'s' * (excluding == 1)} 0 "
+            f"({per_control}). At 95% each, were every true difference 0, about {printed / 20:.1f} of {printed} "
+            "would exclude 0 by chance alone.")
+
+
+def _signed(value: float, places: int) -> str:
+    """`value` with its sign at `places` decimals, halves up (`seed_tables.rounded`); at two, trailing zeros
+    dropped, so quarter points read exactly ("-4.25", "+2.5", "+33"); zero unsigned."""
+    text = rounded(value, places)
+    if places > 1:
+        text = text.rstrip("0").rstrip(".")
     if float(text) == 0:
         return text.lstrip("-")
     return text if text.startswith("-") else f"+{text}"
 
 
+def _bound(value: float) -> str:
+    """An interval's end at one decimal, or at two where one would print 0 for an end that is not: "+0.04", so
+    the end says which side of 0 it lies on."""
+    text = _signed(value, 1)
+    return _signed(value, 2) if float(text) == 0 and value != 0 else text
+
+
 def paired_cells(difference: PairedDifference, scale: float = 100.0) -> list[str]:
     """The cells of `PAIRED_HEADER` for `difference`, values multiplied by `scale` (100: fractions as points)."""
     interval = difference.interval
-    seeds = ", ".join(map(str, difference.seeds))
-    return [seeds if len(difference.seeds) == difference.n else f"{seeds} ({difference.n} pairs)",
-            ", ".join(_signed(scale * d, "two") for d in difference.differences),
-            _signed(scale * difference.mean, "one"),
+    return [", ".join(map(str, difference.seeds)),
+            ", ".join(_signed(scale * d, 2) for d in difference.differences),
+            _signed(scale * difference.mean, 1),
             "n/a" if difference.sd is None else one_decimal(scale * difference.sd),
-            "n/a" if interval is None else f"[{_signed(scale * interval[0], 'one')}, {_signed(scale * interval[1], 'one')}]",
+            "n/a" if interval is None else f"[{_bound(scale * interval[0])}, {_bound(scale * interval[1])}]",
             f"{difference.ahead} of {difference.n}", difference.verdict()]
 
 
@@ -171,4 +212,4 @@ def paired_table(labels: list[str], rows: list[tuple[list[str], PairedDifference
 
 
 __all__ = ["CONFIDENCE", "PAIRED_NOTE", "PAIRED_HEADER", "STD_NOTE", "t_quantile", "PairedDifference",
-           "paired_difference", "pooled", "paired_cells", "paired_table"]
+           "paired_difference", "seed_pool", "interval_count", "paired_cells", "paired_table"]

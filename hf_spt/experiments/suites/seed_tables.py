@@ -15,23 +15,32 @@ MISSING_CELL = "n/a"
 
 
 def mean_std(values: list[float]) -> dict[str, float]:
-    """{"mean", "std", "n"} of seed results (sample std; 0 for one seed)."""
+    """{"mean", "std", "n"} of seed results (sample std; 0 for one seed, whose spread `mean_std_cell` prints as
+    n/a: a figure's error bar of 0 is no bar, a table's "± 0.0" would read as a measured spread)."""
     return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
             "n": len(values)}
 
 
+def rounded(value: float, places: int) -> str:
+    """`value` at `places` decimals, halves rounded up (away from 0) as a reader rounds by hand: 63.75 is "63.8" at
+    one and -7.875 "-7.88" at two, although the floats nearest them (0.6375 * 100 = 63.7499...) would print "63.7"
+    and "-7.87" with `:.1f` / `:.2f`."""
+    return str(Decimal(repr(round(value, 9))).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
+
+
 def one_decimal(value: float) -> str:
-    """`value` at one decimal, halves rounded up as a reader rounds by hand: 63.75 is "63.8" and 2.25 "2.3",
-    although the floats nearest them (0.6375 * 100 = 63.7499...) would print "63.7" and "2.2" with `:.1f`."""
-    return str(Decimal(repr(round(value, 9))).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+    """`value` at one decimal, halves rounded up (`rounded`): 63.75 is "63.8" and 2.25 "2.3"."""
+    return rounded(value, 1)
 
 
 def mean_std_cell(stats: dict[str, Any] | None, scale: float = 1.0, seeds: str = "", missing: str = MISSING_CELL) -> str:
     """`stats` (`mean_std`'s) as "M ± S" at one decimal, the values multiplied by `scale` (100: fractions as
-    percent); `seeds` appends the seed count: "" none, "()" as "(3)", "n=" as "(n=3)". `missing` stands for None."""
+    percent), S "n/a" for one seed (no spread); `seeds` appends the seed count: "" none, "()" as "(3)", "n=" as
+    "(n=3)". `missing` stands for None."""
     if not stats:
         return missing
-    text = f"{one_decimal(scale * stats['mean'])} ± {one_decimal(scale * stats['std'])}"
+    spread = MISSING_CELL if stats["n"] == 1 else one_decimal(scale * stats["std"])
+    text = f"{one_decimal(scale * stats['mean'])} ± {spread}"
     if seeds == "()":
         return f"{text} ({stats['n']})"
     if seeds == "n=":
@@ -55,4 +64,4 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
             for task, arms in seed_scores(rows).items()}
 
 
-__all__ = ["MISSING_CELL", "mean_std", "one_decimal", "mean_std_cell", "seed_scores", "summarize"]
+__all__ = ["MISSING_CELL", "mean_std", "rounded", "one_decimal", "mean_std_cell", "seed_scores", "summarize"]
