@@ -1,8 +1,8 @@
 """The package's layers hold: no module imports a module of a higher layer.
 
-errors and value checks (0) -> models (1) -> training (2) -> tasks and analysis (3) -> runs (4) -> experiments (5), and inside
-experiments its `suites` above the rest. A module may import its own layer and the layers below; `hf_spt/__init__.py`
-(the public API) may import any.
+errors, value checks and atomic files (0) -> models (1) -> training (2) -> tasks and analysis (3) -> runs (4) ->
+experiments (5), and inside experiments its `suites` above the rest. A module may import its own layer and the layers
+below; `hf_spt/__init__.py` (the public API) may import any.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hf_spt"
-LAYERS = {"errors": 0, "value_checks": 0, "models": 1, "training": 2, "tasks": 3, "analysis": 3, "runs": 4, "experiments": 5}
+LAYERS = {"errors": 0, "value_checks": 0, "atomic_files": 0, "models": 1, "training": 2, "tasks": 3, "analysis": 3, "runs": 4, "experiments": 5}
 SUITES = "hf_spt.experiments.suites"
 MAX_LINES = 400
 

@@ -18,7 +18,7 @@ from tiny_backbone_runs import tiny_arguments
 from hf_spt.errors import UserInputError
 from hf_spt.experiments import phases, pipeline
 from hf_spt.runs.phase_definition import DEFINITION_NAME, PhaseDefinitionMismatch
-from hf_spt.runs.folder import write_json, write_text
+from hf_spt.atomic_files import write_json, write_text
 
 
 def run(folder: Path, **settings) -> dict:

@@ -24,8 +24,9 @@ from transformers import EarlyStoppingCallback, PreTrainedConfig, TrainerState, 
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..analysis.callback import ProximityCallback
+from ..atomic_files import write_json
 from ..errors import UserInputError
-from ..runs.folder import PHASE_RESULT_NAME, TRAINER_STATE_NAME, ElapsedTime, read_json, resume_checkpoint, write_json
+from ..runs.folder import PHASE_RESULT_NAME, TRAINER_STATE_NAME, ElapsedTime, read_json, resume_checkpoint
 from ..runs.phase_definition import (check_phase_folder, finetune_definition, holds_nothing, pretrain_definition,
                                      record_definition)
 from ..runs.provenance import run_provenance

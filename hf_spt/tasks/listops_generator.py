@@ -21,6 +21,7 @@ import random
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from ..atomic_files import replaced_file
 from ..errors import UserInputError
 
 OPERATORS = ("[MIN", "[MAX", "[MED", "[SM")
@@ -142,13 +143,9 @@ def generate_listops(
 
 def write_listops_tsv(examples: list[tuple[str, int]], path: str | Path) -> None:
     """Write the released format: header `Source\\tTarget`, one tree and its value per line."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "w") as handle:
+    with replaced_file(path) as handle:
         handle.write("Source\tTarget\n")
         handle.writelines(f"{source}\t{label}\n" for source, label in examples)
-    partial.replace(path)
 
 
 def main(argv: list[str] | None = None) -> None:

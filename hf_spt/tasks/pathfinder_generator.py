@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic_files import write_text
+
 IMAGES_PER_FOLDER = 1000
 
 
@@ -132,7 +134,7 @@ def write_pathfinder(
         for k in range(first, min(first + IMAGES_PER_FOLDER, num_images)):
             Image.fromarray(images[k]).save(root / "imgs" / str(folder_index) / f"sample_{k}.png")
             lines.append(f"imgs/{folder_index} sample_{k}.png {k} {labels[k]} {image_size} {contour_length}\n")
-        (root / "metadata" / f"{folder_index}.npy").write_text("".join(lines))
+        write_text(root / "metadata" / f"{folder_index}.npy", "".join(lines))
     return root
 
 
