@@ -249,11 +249,11 @@ def test_callback_logs_proximity_to_trainer_logs_and_json(tiny_run):
 
 
 def run_analysis(argv: list[str]) -> dict:
-    """run_scripts/run_analysis.py's `main` on `argv`, in this process (the command-line wrapper: the exit-status tests)."""
-    sys.path.insert(0, str(ROOT / "run_scripts"))
-    from run_analysis import main, parse_arguments
+    """`hf_spt.scripts.run_analysis`'s `run` on `argv`, in this process (its `main` ends the process: the exit-status
+    tests)."""
+    from hf_spt.scripts.run_analysis import parse_arguments, run
 
-    return main(*parse_arguments(argv))
+    return run(*parse_arguments(argv))
 
 
 def test_run_analysis_writes_report_for_several_models(tiny_run, tmp_path, monkeypatch):
