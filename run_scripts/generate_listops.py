@@ -1,9 +1,6 @@
-"""Write ListOps TSVs (basic_{train,val,test}.tsv) as LRA released them.
+"""`hf_spt.scripts.generate_listops` run from a checkout (its docstring has the usage; `--help` lists the flags)."""
 
-    python run_scripts/generate_listops.py --help
-"""
-
-from hf_spt.tasks.listops_generator import main
+from hf_spt.scripts.generate_listops import main
 
 if __name__ == "__main__":
     main()

@@ -1,9 +1,6 @@
-"""Write Pathfinder-style images in the LRA release layout.
+"""`hf_spt.scripts.generate_pathfinder` run from a checkout (its docstring has the usage; `--help` lists the flags)."""
 
-    python run_scripts/generate_pathfinder.py --help
-"""
-
-from hf_spt.tasks.pathfinder_generator import main
+from hf_spt.scripts.generate_pathfinder import main
 
 if __name__ == "__main__":
     main()

@@ -6,17 +6,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 import builtins  # noqa: E402
-import importlib.util  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import hf_spt  # noqa: E402,F401  (registers the Auto classes)
 from hf_spt import SptConfig  # noqa: E402
-from hf_spt.experiments.exit_status import run_cli  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
 
 torch.set_num_threads(2)
 
@@ -69,13 +64,12 @@ def activation_checkpointing_on(model) -> bool:
 
 
 def run_spt_cli(argv: list[str], capsys) -> tuple[int, str]:
-    """run_scripts/run_spt.py's entry point as the script calls it: (exit status, its error message on stderr: from
-    the line starting "error:" to the end, or the last line; datasets' progress bars come first)."""
-    spec = importlib.util.spec_from_file_location("run_spt", ROOT / "run_scripts" / "run_spt.py")
-    run_spt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_spt)
+    """The command `hf-spt run` (`hf_spt.scripts.run_spt.main`) on `argv`: (exit status, its error message on stderr:
+    from the line starting "error:" to the end, or the last line; datasets' progress bars come first)."""
+    from hf_spt.scripts import run_spt
+
     with pytest.raises(SystemExit) as exit_info:
-        run_cli(lambda args: run_spt.main(*run_spt.parse_arguments(args)), argv)
+        run_spt.main(argv)
     err = capsys.readouterr().err
     assert "Traceback" not in err
     lines = err.strip().splitlines()

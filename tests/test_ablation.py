@@ -19,7 +19,7 @@ from hf_spt.experiments.suites.grid_report import gain_recovered
 from hf_spt.experiments.suites.seed_tables import summarize
 from hf_spt.runs.folder import PHASE_RESULT_NAME
 
-DEFAULT_GRID = Path(__file__).parent.parent / "run_scripts" / "ablation_default.yaml"
+DEFAULT_GRID = Path(__file__).parent.parent / "hf_spt" / "scripts" / "ablation_default.yaml"
 
 
 def tiny_grid(output_dir: Path, arms: list[dict]) -> dict:
@@ -161,20 +161,17 @@ def test_a_cell_waits_until_its_checkpoint_has_its_result_file(tmp_path, monkeyp
 
 
 def test_a_narrower_rerun_trains_its_arms_and_keeps_every_finished_row(tmp_path, monkeypatch):
-    import sys
-
     import yaml
 
-    sys.path.insert(0, str(DEFAULT_GRID.parent))
-    import run_ablation
+    from hf_spt.scripts import run_ablation
 
     torch.set_num_threads(1)
     grid_file = tmp_path / "grid.yaml"
     grid_file.write_text(yaml.safe_dump({**tiny_grid(tmp_path / "run", ARMS[:2]), "seeds": [0]}))
-    run_ablation.main(run_ablation.AblationArguments(grid_file=str(grid_file)))
+    run_ablation.run(run_ablation.AblationArguments(grid_file=str(grid_file)))
     cells_run = CellRecorder(monkeypatch)
     cells_run.record_rerun()
-    run_ablation.main(run_ablation.AblationArguments(grid_file=str(grid_file), arms="scratch", seeds="1"))
+    run_ablation.run(run_ablation.AblationArguments(grid_file=str(grid_file), arms="scratch", seeds="1"))
     assert [folder.parts[-2:] for folder in cells_run.rerun] == [("scratch", "seed1")]  # only what was asked
     with open(tmp_path / "run/results.csv") as handle:
         rows = {(row["arm"], row["seed"]) for row in csv.DictReader(handle)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -248,14 +249,23 @@ def test_callback_logs_proximity_to_trainer_logs_and_json(tiny_run):
 
 
 def run_analysis(argv: list[str]) -> dict:
-    """run_scripts/run_analysis.py's `main` on `argv`, in this process (the command-line wrapper: the exit-status tests)."""
-    sys.path.insert(0, str(ROOT / "run_scripts"))
-    from run_analysis import main, parse_arguments
+    """`hf_spt.scripts.run_analysis`'s `run` on `argv`, in this process (its `main` ends the process: the exit-status
+    tests)."""
+    from hf_spt.scripts.run_analysis import parse_arguments, run
 
-    return main(*parse_arguments(argv))
+    return run(*parse_arguments(argv))
 
 
-def test_run_analysis_writes_report_for_several_models(tiny_run, tmp_path):
+def test_run_analysis_writes_report_for_several_models(tiny_run, tmp_path, monkeypatch):
+    """Every file of the report (report.json, report.md, each figure) is written whole: a temporary file renamed over
+    it, so a kill leaves the old report or the new, never half of one."""
+    real_replace, replaced = os.replace, []
+
+    def recording_replace(source, target, **kwargs):
+        replaced.append(Path(target))
+        return real_replace(source, target, **kwargs)
+
+    monkeypatch.setattr(os, "replace", recording_replace)
     run_analysis(["--task", "markov", "--task_options", json.dumps(TINY_TASK), "--model", str(tiny_run / "scratch"),
                   str(tiny_run / "spt"), str(tiny_run / "pretrain"), "--output_dir", str(tmp_path), "--num_examples",
                   "8", "--probe_batch_size", "8", "--weight_decay_sweep", "0.1", "--frequency_buckets", "2"])
@@ -268,6 +278,7 @@ def test_run_analysis_writes_report_for_several_models(tiny_run, tmp_path):
                  "proximity_during_training.png", "score_gradient_by_offset.png", "token_frequency.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert "## Positional kernel" in (tmp_path / "report.md").read_text()
+    assert sorted(tmp_path.iterdir()) == sorted(path for path in replaced if path.parent == tmp_path)
 
 
 def test_evaluating_restores_training_mode_and_saved_figure_closes(tmp_path):

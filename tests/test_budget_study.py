@@ -4,7 +4,6 @@ counts, checkpoint probes, the report; shipped studies parse."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,7 @@ from hf_spt.experiments.suites.budget_report import combined_reports, study_mark
 from hf_spt.experiments.suites.budget_study import arm_kind, study_evidence, study_grid, study_names, summarize_study
 from hf_spt.experiments.suites.grid import Arm, parse_grid
 from hf_spt.experiments.phases import LOG_HISTORY_NAME
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "run_scripts"))
-import run_budget_study  # noqa: E402
+from hf_spt.scripts import run_budget_study
 
 TRAIN, LENGTH = 32, 12
 NO_EVIDENCE: dict = {"paired": [], "pooled": []}  # a table without rows to pair
@@ -45,7 +42,7 @@ def test_budget_study_runs_end_to_end_and_reports_tokens_controls_and_probes(tmp
     torch.set_num_threads(1)
     study_file = tmp_path / "study.yaml"
     study_file.write_text(yaml.safe_dump({**STUDY, "output_dir": str(tmp_path / "run")}))
-    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(study_file), probe_examples=8))
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(study=str(study_file), probe_examples=8))
     run = tmp_path / "run"
     rows = json.loads((run / "budget_study.json").read_text())
     by_name = {row["arm_name"]: row for row in rows}
@@ -84,7 +81,7 @@ def test_a_whole_budget_control_trains_every_step_where_patience_stops_the_other
                        "early_stopping": False}]}
     study_file = tmp_path / "study.yaml"
     study_file.write_text(yaml.safe_dump(study))
-    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(study_file), probe_examples=8))
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(study=str(study_file), probe_examples=8))
     cells = tmp_path / "run" / "cells" / "m"
     assert _max_steps(cells / "scratch_compute_matched_full_e1" / "seed0") == (1 + 6) * 4  # SPT's 1 + 6 epochs
     definitions = {arm: json.loads((cells / arm / "seed0" / "phase_definition.json").read_text())
@@ -102,14 +99,14 @@ def test_a_run_naming_a_new_seed_reports_the_seeds_the_folder_already_holds(tmp_
     study_file = tmp_path / "study.yaml"
     arms = [arm for arm in STUDY["arms"] if arm["name"] in ("scratch", "spt_e1")]
     study_file.write_text(yaml.safe_dump({**STUDY, "arms": arms, "output_dir": str(tmp_path / "run")}))
-    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(study_file), probe_examples=8))
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(study=str(study_file), probe_examples=8))
     seed0 = tmp_path / "run/cells/m/scratch/seed0/phase.json"
     first = seed0.read_text()
     capsys.readouterr()
-    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(study_file), seeds="1", dry_run=True))
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(study=str(study_file), seeds="1", dry_run=True))
     plan = capsys.readouterr().out
     assert "seeds [1] (reported: [0, 1])" in plan and "seed1" in plan and "seed0" not in plan
-    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(study_file), seeds="1", probe_examples=8))
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(study=str(study_file), seeds="1", probe_examples=8))
     rows = json.loads((tmp_path / "run/budget_study.json").read_text())
     assert sorted((row["arm"], row["seed"]) for row in rows) == [("scratch", 0), ("scratch", 1), ("spt", 0),
                                                                   ("spt", 1)]
@@ -193,7 +190,7 @@ def test_combine_writes_one_report_over_studies_and_refuses_a_configuration_from
     first = _report_folder(tmp_path / "first", "easy", 0.9)
     second = _report_folder(tmp_path / "second", "hard", 0.6)
     out = tmp_path / "combined"
-    run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{first},{second}", output_dir=str(out)))
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=f"{first},{second}", output_dir=str(out)))
     rows = json.loads((out / "budget_study.json").read_text())
     assert [row["config"] for row in rows] == ["easy"] * 3 + ["hard"] * 3
     markdown = (out / "budget_study.md").read_text()
@@ -201,11 +198,11 @@ def test_combine_writes_one_report_over_studies_and_refuses_a_configuration_from
     assert (out / "budget_study.png").is_file()
     again = _report_folder(tmp_path / "rerun", "easy", 0.7)
     with pytest.raises(UserInputError, match="'easy' is in both .* neither holds every run of the other"):
-        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{first},{again}", output_dir=str(out)))
+        run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=f"{first},{again}", output_dir=str(out)))
     with pytest.raises(UserInputError, match="no finished budget study"):
-        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=str(tmp_path), output_dir=str(out)))
+        run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=str(tmp_path), output_dir=str(out)))
     with pytest.raises(UserInputError, match="--output_dir"):
-        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=str(first)))
+        run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=str(first)))
 
 
 def test_replace_configs_takes_a_re_run_configuration_whole_from_the_last_folder(tmp_path):
@@ -216,16 +213,16 @@ def test_replace_configs_takes_a_re_run_configuration_whole_from_the_last_folder
     rerun = _report_folder(tmp_path / "rerun", "easy", 0.7)
     out = tmp_path / "combined"
     with pytest.raises(UserInputError, match="--replace_configs"):
-        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{report},{other},{rerun}",
+        run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=f"{report},{other},{rerun}",
                                                                     output_dir=str(out)))
-    run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{report},{other},{rerun}",
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=f"{report},{other},{rerun}",
                                                                 replace_configs="easy", output_dir=str(out)))
     rows = json.loads((out / "budget_study.json").read_text())
     assert sorted((row["config"], row["test_accuracy"]) for row in rows if row["arm"] == "spt") == [("easy", 0.7),
                                                                                                  ("hard", 0.6)]
     assert len(rows) == 6 and len(json.loads((out / "budget_study_checkpoints.json").read_text())) == 2
     with pytest.raises(UserInputError, match="--replace_configs esay: no folder holds"):
-        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{report},{rerun}", replace_configs="esay",
+        run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=f"{report},{rerun}", replace_configs="esay",
                                                                     output_dir=str(out)))
     with pytest.raises(UserInputError, match="give --combine too"):
         run_budget_study.BudgetStudyArguments(study="digits32", replace_configs="easy")
@@ -293,8 +290,8 @@ def test_add_seeds_joins_other_seeds_of_a_configuration_run_into_another_folder(
         (folder / "budget_study_compute.json").write_text(json.dumps(curves))
     out = tmp_path / "combined"
     with pytest.raises(UserInputError, match="--add_seeds to join them"):
-        run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{report},{later}", output_dir=str(out)))
-    run_budget_study.main(run_budget_study.BudgetStudyArguments(combine=f"{report},{later}", add_seeds="easy",
+        run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=f"{report},{later}", output_dir=str(out)))
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=f"{report},{later}", add_seeds="easy",
                                                                 output_dir=str(out)))
     rows = json.loads((out / "budget_study.json").read_text())
     assert sorted((row["arm"], row["seed"]) for row in rows) == sorted(

@@ -1,8 +1,8 @@
-"""Every writer as careful as a run (issue 40): the digits exporter, the analysis and the compute report refuse an
-output folder a run would refuse (an empty name, a file, a path under a file, a folder that cannot be written) in
-one line with exit status 2, the exporter never overwrites a file it did not write, and messages name the flag the
-user typed and the folder read. One table drives the refusals; each is checked to change no file (the folders
-are hashed before and after).
+"""Every writer as careful as a run (issues 40 and 47): the exporters (digits pictures, ListOps and Pathfinder
+generators), the analysis and the compute report refuse an output folder a run would refuse (an empty name, a file,
+a path under a file, a folder that cannot be written) in one line with exit status 2, the exporters never overwrite
+a file they did not write, and messages name the flag the user typed and the folder read. One table drives the
+refusals; each is checked to change no file (the folders are hashed before and after).
 
 Read-only folders: the tests run as root, which writes through any permission bits, so `chmod` proves nothing.
 `READ_ONLY` is a real one (/proc refuses root too); `read_only` simulates a read-only file system over a folder
@@ -31,7 +31,13 @@ from tiny_backbone_runs import tiny_arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 READ_ONLY = "/proc/hf_spt_output"  # under a folder no process can create files in, root included
-USER_FILES = {"train/0/0000.png": b"the user's own picture", "notes.txt": b"the user's notes"}
+USER_FILES = {"train/0/0000.png": b"the user's own picture", "notes.txt": b"the user's notes",
+              "basic_train.tsv": b"Source\tTarget\nthe user's own trees\t0\n",
+              "curv_contour_length_14/imgs/0/sample_0.png": b"a release's own image",
+              "curv_contour_length_14/metadata/0.npy": b"imgs/0 sample_0.png 0 1 32 14\n"}
+LISTOPS = ["--num_train", "4", "--num_validation", "2", "--num_test", "2", "--min_length", "5", "--max_length", "60",
+           "--num_workers", "1"]  # seconds, should a refusal fail to stop it
+PATHFINDER = ["--num_images", "4"]
 
 
 def run_script(name: str, argv: list[str], monkeypatch) -> int:
@@ -99,6 +105,22 @@ REFUSALS = [  # (script, argv: {user} a folder of the user's files, {file} a fil
     ("generate_digits_images", ["--output_dir", "{read_only}"], "--output_dir {read_only} cannot be written"),
     ("generate_digits_images", ["--output_dir", "{read_only}/digits"], "cannot be written (Read-only file system)"),
     ("generate_digits_images", ["--output_dir", READ_ONLY], f"--output_dir {READ_ONLY} cannot be written"),
+    ("generate_listops", ["--output_dir", "{user}", *LISTOPS], "--output_dir {user} holds files this command did not "
+     "write"),
+    ("generate_listops", ["--output_dir", "", *LISTOPS], "--output_dir is empty"),
+    ("generate_listops", ["--output_dir", "{file}", *LISTOPS], "--output_dir {file} is a file, not a folder"),
+    ("generate_listops", ["--output_dir", "{file}/listops", *LISTOPS], "is a file, so the folder cannot be made there"),
+    ("generate_listops", ["--output_dir", "{read_only}", *LISTOPS], "--output_dir {read_only} cannot be written"),
+    ("generate_listops", ["--output_dir", READ_ONLY, *LISTOPS], f"--output_dir {READ_ONLY} cannot be written"),
+    ("generate_listops", ["--output_dir", "{user}/new", *LISTOPS, "--max_length", "5"], "min_length < max_length"),
+    ("generate_pathfinder", ["--output_dir", "{user}", *PATHFINDER], "--output_dir's difficulty folder "
+     "{user}/curv_contour_length_14 holds files this command did not write"),
+    ("generate_pathfinder", ["--output_dir", "", *PATHFINDER], "--output_dir is empty"),
+    ("generate_pathfinder", ["--output_dir", "{file}", *PATHFINDER], "--output_dir {file} is a file, not a folder"),
+    ("generate_pathfinder", ["--output_dir", "{file}/pf", *PATHFINDER], "is a file, so the folder cannot be made there"),
+    ("generate_pathfinder", ["--output_dir", "{read_only}", *PATHFINDER], "--output_dir {read_only} cannot be written"),
+    ("generate_pathfinder", ["--output_dir", "{read_only}/pf", *PATHFINDER], "cannot be written (Read-only file system)"),
+    ("generate_pathfinder", ["--output_dir", READ_ONLY, *PATHFINDER], f"--output_dir {READ_ONLY} cannot be written"),
     ("run_analysis", ["--run", "{run}", *ANALYSIS_OPTIONS], "--output_dir (by default RUN/analysis) {run}/analysis "
      "cannot be written"),
     ("run_analysis", ["--run", "{run}", "--output_dir", "", *ANALYSIS_OPTIONS], "--output_dir is empty"),
@@ -151,3 +173,44 @@ def test_the_exporter_completes_its_own_export_and_refuses_another_size(tmp_path
     assert status == USER_ERROR_STATUS and err.count("\n") == 1, err
     assert f"--output_dir {folder} holds an export of other settings (image_size: 8 -> 16" in err, err
     assert tree_digest(folder) == exported
+
+
+EXPORTS = [  # (script, argv, the difficulty folder it writes into or "", other settings, their difference, marker)
+    ("generate_listops", LISTOPS, "", ["--seed", "1"], "seed: 0 -> 1",
+     {"export": "listops", "num_train": 4, "num_validation": 2, "num_test": 2, "seed": 0, "min_length": 5,
+      "max_length": 60}),
+    ("generate_pathfinder", PATHFINDER, "curv_contour_length_14", ["--num_images", "6"], "num_images: 4 -> 6",
+     {"export": "pathfinder", "num_images": 4, "image_size": 32, "contour_length": 14, "seed": 0}),
+]
+
+
+@pytest.mark.parametrize("name, argv, difficulty, other, changed, marker", EXPORTS, ids=[e[0] for e in EXPORTS])
+def test_a_generator_completes_its_own_export_and_refuses_other_settings(name, argv, difficulty, other, changed, marker,
+                                                                         tmp_path, monkeypatch, capsys):
+    """A new folder gets the files and the marker; the same command again writes the same bytes; other settings
+    into it are refused in one line, the export unchanged."""
+    output = tmp_path / "out"
+    assert run_script(name, ["--output_dir", str(output), *argv], monkeypatch) == 0
+    folder = output / difficulty
+    assert json.loads((folder / EXPORT_MARKER_NAME).read_text()) == marker
+    exported = tree_digest(output)
+    assert run_script(name, ["--output_dir", str(output), *argv], monkeypatch) == 0
+    assert tree_digest(output) == exported
+    capsys.readouterr()
+    status = run_script(name, ["--output_dir", str(output), *argv, *other], monkeypatch)
+    err = capsys.readouterr().err
+    assert status == USER_ERROR_STATUS and err.count("\n") == 1, err
+    assert f"{folder} holds an export of other settings ({changed}" in err, err
+    assert tree_digest(output) == exported
+
+
+def test_one_folder_holds_several_pathfinder_difficulties(tmp_path, monkeypatch):
+    """Each contour length has its own folder under --output_dir, as in the release (curv_contour_length_9 beside
+    curv_contour_length_14), so a second difficulty is written beside the first, which stays as it was."""
+    output = tmp_path / "pathfinder32"
+    assert run_script("generate_pathfinder", ["--output_dir", str(output), *PATHFINDER], monkeypatch) == 0
+    first = tree_digest(output / "curv_contour_length_14")
+    assert run_script("generate_pathfinder", ["--output_dir", str(output), *PATHFINDER, "--contour_length", "9"],
+                      monkeypatch) == 0
+    assert tree_digest(output / "curv_contour_length_14") == first
+    assert len(list((output / "curv_contour_length_9" / "imgs" / "0").glob("*.png"))) == 4

@@ -4,7 +4,6 @@ read from the log history, seeds combined, and the report of a tiny study on the
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,11 +16,8 @@ from hf_spt.analysis.compute import ComputeCurve, arm_curve, epoch_accuracies, f
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.compute_report import compute_markdown, read_compute_curves
 from hf_spt.models import SptConfig, SptForMaskedLM, SptForSequenceClassification
+from hf_spt.scripts import run_budget_study, run_compute_curves
 from hf_spt.tasks import load_task
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "run_scripts"))
-import run_budget_study  # noqa: E402
-import run_compute_curves  # noqa: E402
 
 
 def test_the_count_follows_the_shapes_with_the_quadratic_attention_term():
@@ -106,7 +102,7 @@ def test_a_study_on_the_users_own_files_reports_accuracy_against_compute(tmp_pat
              "model": {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 16},
              "arms": [{"name": "scratch"}, {"name": "spt_e1", "pretrain_epochs": 1}]}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
-    run_budget_study.main(run_budget_study.BudgetStudyArguments(study=str(tmp_path / "study.yaml"), probe_examples=4))
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(study=str(tmp_path / "study.yaml"), probe_examples=4))
     run = tmp_path / "run"
     curves = {curve.arm: curve for curve in read_compute_curves(run / "budget_study_compute.json")}
     assert set(curves) == {"scratch", "spt_e1"} and len(curves["scratch"].points) == 2
@@ -119,8 +115,8 @@ def test_a_study_on_the_users_own_files_reports_accuracy_against_compute(tmp_pat
     assert (run / "budget_study_compute_mine.png").stat().st_size > 0
     assert "| SPT arm |" in (run / "budget_study_compute.md").read_text()
     # the standalone script redraws from the folder, or from the JSON without the run folders
-    run_compute_curves.main(run_compute_curves.ComputeCurveArguments(runs=str(run / "budget_study_compute.json"),
+    run_compute_curves.run(run_compute_curves.ComputeCurveArguments(runs=str(run / "budget_study_compute.json"),
                                                                      output_dir=str(tmp_path / "again"), prefix="mine"))
     assert (tmp_path / "again/mine_compute.md").read_text() == (run / "budget_study_compute.md").read_text()
     with pytest.raises(UserInputError, match="prefix"):
-        run_compute_curves.main(run_compute_curves.ComputeCurveArguments(runs=str(run), prefix="../x"))
+        run_compute_curves.run(run_compute_curves.ComputeCurveArguments(runs=str(run), prefix="../x"))

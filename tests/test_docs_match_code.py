@@ -5,8 +5,9 @@ README.md and docs/*.md are read as a user would copy from them:
   or an attribute reached from the longest importable module prefix; `from hf_spt.x import a, b`
   in a code block resolves `a` and `b` too;
 - every repository path under `hf_spt/`, `run_scripts/`, `benchmarks/` or `tests/` exists;
-- every `--flag` given to a repository script (`run_scripts/*.py`, `benchmarks/*.py`) is one its
-  parser accepts. A flag belongs to the script named before it in the same command: a shell line of
+- every `--flag` given to a repository script (`run_scripts/*.py`, `benchmarks/*.py`, or a script's command:
+  `hf-spt run`, `python -m hf_spt.scripts.run_spt`) is one its parser accepts. A flag belongs to the script
+  named before it in the same command: a shell line of
   a fenced block (with its `\\` continuations, comments dropped) or one inline code span. Flags
   before the script name (`accelerate launch --multi_gpu ...`) and commands of other programs
   (pip, pytest, accelerate alone) are not the package's. A flag mentioned outside such a command
@@ -44,6 +45,7 @@ FROM_IMPORT = re.compile(r"^\s*from\s+(hf_spt(?:\.\w+)*)\s+import\s+([\w\s,]+)")
 REPO_PATH = re.compile(r"(?<![\w./-])((?:hf_spt|run_scripts|benchmarks|tests)/(?:[\w./*-]*\.\w+|[\w./-]*\*[\w./*-]*|[\w./*-]*/))")
 FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)")
 SCRIPT_NAME = re.compile(r"(?<![\w.-])(?:[\w.-]*/)*(" + "|".join(map(re.escape, SCRIPTS)) + r")\.py\b")
+SCRIPT_MODULE = re.compile(r"(?<![\w.-])hf_spt\.scripts\.(" + "|".join(map(re.escape, SCRIPTS)) + r")\b")
 OTHER_SCRIPT = re.compile(r"(?<![\w.-])[\w./-]*\w\.py\s+--")  # a script (not ours: checked after SCRIPT_NAME) given flags
 CODE_SPAN = re.compile(r"`([^`]+)`")
 FENCE = re.compile(r"^\s*(```|~~~)\s*(\w*)")
@@ -110,6 +112,15 @@ def script_flags() -> dict[str, set[str]]:
 
 # ---- reading the docs
 
+@cache
+def commands() -> tuple[re.Pattern, dict[str, str]]:
+    """`hf-spt COMMAND` as a pattern, and each command's script (imported here, not in the flag-collecting
+    subprocess, which imports the worktree's hf_spt only after this module's imports)."""
+    from hf_spt.cli import COMMANDS
+
+    return re.compile(r"(?<![\w.-])hf-spt\s+(" + "|".join(map(re.escape, COMMANDS)) + r")(?![\w-])"), COMMANDS
+
+
 def _heading_script(line: str) -> str | None:
     match = SCRIPT_NAME.search(line) if line.lstrip().startswith("#") else None
     return match.group(1) if match else None
@@ -125,12 +136,14 @@ def _command_flags(doc: str, text: str, first_line: int, default: str | None) ->
     for begin, end in zip(bounds[::2], bounds[1::2]):
         part = text[begin:end]
         words = [word for word in part.split() if not ENV_ASSIGNMENT.match(word)]
-        scripts = list(SCRIPT_NAME.finditer(part))
+        command, command_scripts = commands()
+        scripts = sorted([(m.start(), m.group(1)) for name in (SCRIPT_NAME, SCRIPT_MODULE) for m in name.finditer(part)]
+                         + [(m.start(), command_scripts[m.group(1)]) for m in command.finditer(part)])
         if not scripts and words and (words[0] in FOREIGN_COMMANDS or words[:2] == ["python", "-m"]
                                       or OTHER_SCRIPT.search(part)):
             continue  # another program's command, e.g. transformers' run_classification.py
         for flag in FLAG.finditer(part):
-            owner = [m.group(1) for m in scripts if m.start() < flag.start()]
+            owner = [script for start, script in scripts if start < flag.start()]
             if scripts and not owner:
                 continue  # the launcher's flag, before the script name
             line = first_line + text[:begin + flag.start()].count("\n")
@@ -241,6 +254,9 @@ def test_docs_are_read() -> None:
     assert not any(m.name in ("--multi_gpu", "--num_processes") for m in mentions)  # accelerate's own
     assert {"run_spt", "run_lra", "run_ablation", "run_budget_study", "run_analysis"} <= {
         m.script for m in mentions if m.script}
+    for command, script in (("accelerate launch --multi_gpu -m hf_spt.scripts.run_lra --scale mini", "run_lra"),
+                            ("hf-spt budget-study --study x", "run_budget_study")):  # a command names its script
+        assert [m.script for m in _command_flags("doc", command, 1, None)] == [script]
 
 
 def test_module_names_resolve() -> None:

@@ -4,7 +4,6 @@ command, adapters after SPT, what a LoRA arm saves and how it loads back, and th
 from __future__ import annotations
 
 import json
-import sys
 import warnings
 from pathlib import Path
 
@@ -18,20 +17,20 @@ from tiny_backbone_runs import tiny_arguments
 from hf_spt import SptForSequenceClassification
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.arguments import ExperimentArguments
-from hf_spt.experiments.exit_status import USER_ERROR_STATUS, run_cli
+from hf_spt.experiments.exit_status import USER_ERROR_STATUS
 from hf_spt.experiments.command_line import parse_arguments
 from hf_spt.experiments.lora_finetuning import with_adapters
 from hf_spt.experiments.model_config import build_backbone_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
 from hf_spt.experiments.phases import lora_settings
 from hf_spt.runs.folder import resume_checkpoint
+from hf_spt.scripts import run_spt
 from hf_spt.training.checkpoints import HubNotReadyError
 from hf_spt.training.collators import DataCollatorForClassification
 from hf_spt.training.model_factory import pretraining_model
 
 peft = pytest.importorskip("peft")
 
-ROOT = Path(__file__).resolve().parents[1]
 PRESET_SIZES = dict(hidden_size=None, num_attention_heads=None, intermediate_size=None, num_hidden_layers=None)
 
 
@@ -177,12 +176,8 @@ def test_lora_comparison_needs_pretrained_weights(tmp_path):
 
 
 def test_missing_peft_on_the_command_line_names_the_extra(tmp_path, without_peft, capsys):
-    sys.path.insert(0, str(ROOT / "run_scripts"))
-    from run_spt import main
-
     with pytest.raises(SystemExit) as exit_status:
-        run_cli(lambda argv: main(*parse_arguments(argv)),
-                ["--finetune_method", "lora", "--output_dir", str(tmp_path), "--use_cpu", "true"])
+        run_spt.main(["--finetune_method", "lora", "--output_dir", str(tmp_path), "--use_cpu", "true"])
     assert exit_status.value.code == USER_ERROR_STATUS
     assert '.[peft]' in capsys.readouterr().err
     assert not (tmp_path / "scratch").exists()  # nothing was trained

@@ -21,7 +21,6 @@ from conftest import CellRecorder
 from task_files import write_aan, write_image_folder, write_imdb, write_listops, write_pathfinder_release
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "run_scripts"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
@@ -53,7 +52,7 @@ def test_missing_data_is_listed_with_what_to_put_where(tmp_path):
 
 
 def test_folders_without_the_files_their_loader_reads_are_no_data(tmp_path, lra_root, capsys):
-    import run_lra
+    from hf_spt.scripts import run_lra
 
     empty = tmp_path / "empty"
     for folder in ("text/train", "text/test", "image/train/cat", "image/test/cat",
@@ -62,7 +61,7 @@ def test_folders_without_the_files_their_loader_reads_are_no_data(tmp_path, lra_
     (empty / "text" / "train" / "neg").mkdir()  # one class of one split is not the data either
     (empty / "text" / "train" / "neg" / "0_1.txt").write_text("dull")
     assert find_lra_data(empty, ("text", "image", "pathfinder")) == {"text": None, "image": None, "pathfinder": None}
-    run_lra.main(run_lra.LraArguments(dry_run=True, data_root=str(empty)))
+    run_lra.run(run_lra.LraArguments(dry_run=True, data_root=str(empty)))
     out = capsys.readouterr().out  # before: text, image and pathfinder counted as data present
     for task in ("text", "image", "pathfinder"):
         assert f"{task}: no data under {empty / task}" in out
@@ -93,7 +92,7 @@ def test_compute_matched_arm_gets_spt_steps():
 
 def test_a_new_suite_arm_is_one_entry_of_arms(tmp_path, capsys, monkeypatch):
     """An arm added to `lra.ARMS` reaches the grid, the step counts, the dry run and the table, with no other edit."""
-    import run_lra
+    from hf_spt.scripts import run_lra
 
     import hf_spt.experiments.suites.lra as lra
 
@@ -103,7 +102,7 @@ def test_a_new_suite_arm_is_one_entry_of_arms(tmp_path, capsys, monkeypatch):
     assert [arm.name for arm in grid.arms][-1] == "spt_frozen"
     counts = step_counts(grid)["markov"]
     assert counts["spt_frozen"] == counts["spt"] == counts["pretrain"] + counts["finetune"]
-    run_lra.main(run_lra.LraArguments(dry_run=True, scale="mini", tasks="markov", output_dir=str(tmp_path)))
+    run_lra.run(run_lra.LraArguments(dry_run=True, scale="mini", tasks="markov", output_dir=str(tmp_path)))
     assert "| scratch | scratch_compute_matched | spt | spt_frozen |" in capsys.readouterr().out
     rows = [{"task": "markov", "arm": "spt", "seed": 0, "test_accuracy": 0.9, "seconds": 1.0}]
     assert "| markov | – | – | 90.0 ± n/a (n=1) | – |" in markdown(lra_table(rows, [arm.name for arm in grid.arms]))
@@ -161,9 +160,9 @@ def test_table_means_published_column_and_average():
 
 
 def test_dry_run_and_bad_options(tmp_path, capsys):
-    import run_lra
+    from hf_spt.scripts import run_lra
 
-    run_lra.main(run_lra.LraArguments(dry_run=True, data_root=str(tmp_path), seeds="0,1"))
+    run_lra.run(run_lra.LraArguments(dry_run=True, data_root=str(tmp_path), seeds="0,1"))
     out = capsys.readouterr().out
     assert "listops: generated" in out and "text: no data under" in out
     assert "| listops | 96000 | 600000 | 150000 | 150000 | 750000 | 750000 |" in out
@@ -210,9 +209,9 @@ def test_early_stopping_ends_finetuning_within_the_epoch_budget(tmp_path):
 def test_the_plan_names_what_will_be_read_and_a_release_one_level_down(lra_root, tmp_path, capsys):
     import shutil
 
-    import run_lra
+    from hf_spt.scripts import run_lra
 
-    run_lra.main(run_lra.LraArguments(dry_run=True, scale="mini", data_root=str(lra_root), seeds="0"))
+    run_lra.run(run_lra.LraArguments(dry_run=True, scale="mini", data_root=str(lra_root), seeds="0"))
     out = capsys.readouterr().out
     assert "listops: generated" in out and "pathfinder: generated" in out  # the mini suite generates them
     assert str(lra_root / "listops") not in out.split("Optimizer steps")[0]

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 from hf_spt.errors import MissingInputError, UserInputError
 from hf_spt.experiments.recipes import RECIPES
 from hf_spt.experiments.settings_files import read_recipe, recipe_settings
+from hf_spt.scripts.run_spt import parse_arguments as parse
 from hf_spt.tasks import task_preset
-
-RUN_SPT = Path(__file__).parents[1] / "run_scripts" / "run_spt.py"
-
-
-def parse(argv):
-    spec = importlib.util.spec_from_file_location("run_spt", RUN_SPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.parse_arguments(argv)
 
 
 def test_balestriero_huang_under_explicit_flags(tmp_path):

@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from hf_spt.experiments.arguments import FINETUNE_SETTINGS, PRETRAIN_SETTINGS, ExperimentArguments
+from hf_spt.errors import UserInputError
+from hf_spt.experiments.command_line import build_parser, given_flags
+from hf_spt.scripts import run_spt
+from hf_spt.scripts.run_spt import parse_arguments
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "run_scripts"))
-
-from run_spt import main, parse_arguments  # noqa: E402
-
-from hf_spt.experiments.arguments import FINETUNE_SETTINGS, PRETRAIN_SETTINGS, ExperimentArguments  # noqa: E402
-from hf_spt.errors import UserInputError  # noqa: E402
-from hf_spt.experiments.command_line import build_parser, given_flags  # noqa: E402
 
 TINY = [
     "--task_options", '{"num_train": 96, "num_validation": 32, "num_test": 32, "length": 24}',
@@ -31,7 +30,7 @@ PRETRAIN = ["--pretrain_epochs", "2"]  # only runs that pretrain may set it
 
 
 def run(argv):
-    return main(*parse_arguments(argv))
+    return run_spt.run(*parse_arguments(argv))
 
 
 def test_compare_run_writes_models_and_results_then_skips_finished_phases(tmp_path):

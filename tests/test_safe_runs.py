@@ -21,6 +21,7 @@ from hf_spt.experiments.suites.grid import parse_grid
 from hf_spt.runs.folder import hold_output_dir
 
 ROOT = Path(__file__).resolve().parents[1]
+SCRIPT_ENV = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}  # the checkout's hf_spt
 GRID = {"seeds": [0], "tasks": {"m": {"task": "markov"}}, "arms": [{"name": "scratch"}]}
 
 
@@ -74,7 +75,7 @@ def test_output_folders_that_cannot_hold_a_run_are_refused(tmp_path):
         with pytest.raises(UserInputError, match=message), hold_output_dir(folder):
             pass
     done = subprocess.run([sys.executable, "run_scripts/run_spt.py", "--output_dir", str(a_file)], cwd=ROOT,
-                          capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+                          capture_output=True, text=True, env=SCRIPT_ENV)
     assert done.returncode == USER_ERROR_STATUS and "is a file, not a folder" in done.stderr, done.stderr[-2000:]
 
 
@@ -122,7 +123,7 @@ def test_infinite_values_are_refused_before_any_data():
         with pytest.raises(UserInputError, match="inf: must be a finite number > 0"):
             ExperimentArguments(**settings)  # the arguments check their declared ranges themselves
     done = subprocess.run([sys.executable, "run_scripts/run_spt.py", "--learning_rate", "inf", "--output_dir", "unused"],
-                          cwd=ROOT, capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+                          cwd=ROOT, capture_output=True, text=True, env=SCRIPT_ENV)
     assert done.returncode == USER_ERROR_STATUS and "--learning_rate inf: must be a finite number > 0" in done.stderr
 
 
@@ -130,7 +131,7 @@ def test_infinite_values_are_refused_before_any_data():
     "--pretrain_task", "image", "--task", "pathfinder", "--task_options", '{"num_images": 20}']])
 def test_hub_data_offline_is_one_line_and_exit_2(flags):
     done = subprocess.run([sys.executable, "run_scripts/run_spt.py", *flags, "--output_dir", "unused_offline"],
-                          cwd=ROOT, capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+                          cwd=ROOT, capture_output=True, text=True, env=SCRIPT_ENV)
     assert done.returncode == USER_ERROR_STATUS and "cannot be downloaded here" in done.stderr
     assert "Traceback" not in done.stderr and not (ROOT / "unused_offline").exists()
 

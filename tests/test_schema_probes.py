@@ -5,19 +5,15 @@ scripts' own flags."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+import importlib
 
 import pytest
 import yaml
 
 import hf_spt.experiments.pipeline as pipeline
 import hf_spt.experiments.suites.grid_runner as grid_runner
-from hf_spt.experiments.declarations import SettingsParser
-from hf_spt.experiments.exit_status import USER_ERROR_STATUS, run_cli
-
-ROOT = Path(__file__).resolve().parents[1]
+from hf_spt.experiments.exit_status import USER_ERROR_STATUS
+from hf_spt.scripts import run_spt
 TINY = {"num_train": 16, "num_validation": 8, "num_test": 8, "length": 12}
 
 STUDY = {"output_dir": "OUT", "seeds": [0], "tasks": {"m": {"task": "markov", "task_options": TINY}},
@@ -27,19 +23,10 @@ STUDY = {"output_dir": "OUT", "seeds": [0], "tasks": {"m": {"task": "markov", "t
                   {"name": "scratch_compute_matched_e1", "compute_matched": True, "pretrain_epochs": 1}]}
 
 
-def script(name: str):
-    """A run script as a module (registered, as its dataclasses need)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "run_scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def exit_line(main, argv: list[str], capsys) -> tuple[int, str]:
-    """(exit status, stderr) of a script's entry point called as the script calls it."""
+    """(exit status, stderr) of a command's `main` on `argv`."""
     with pytest.raises(SystemExit) as exit_info:
-        run_cli(main, argv)
+        main(argv)
     return exit_info.value.code, capsys.readouterr().err
 
 
@@ -52,17 +39,9 @@ def no_data(monkeypatch):
     monkeypatch.setattr(grid_runner, "prepare_task", refuse)
 
 
-def run_spt_main(argv):
-    run_spt = script("run_spt")
-    return run_spt.main(*run_spt.parse_arguments(argv))
-
-
 def script_main(name: str):
-    """The entry point of a run script whose flags are one dataclass `*Arguments`, as the script calls it."""
-    module = script(name)
-    arguments = next(value for key, value in vars(module).items() if key.endswith("Arguments")
-                     and isinstance(value, type) and value.__module__ == name)
-    return lambda argv: module.main(*SettingsParser(arguments).parse_args_into_dataclasses(args=argv))
+    """The `main` of the command `hf_spt.scripts.<name>`."""
+    return importlib.import_module(f"hf_spt.scripts.{name}").main
 
 
 FLAG_PROBES = [  # run_spt.py flags: (argv, words the message must hold)
@@ -86,7 +65,7 @@ FLAG_PROBES = [  # run_spt.py flags: (argv, words the message must hold)
 
 @pytest.mark.parametrize("argv, words", FLAG_PROBES, ids=[" ".join(argv) for argv, _ in FLAG_PROBES])
 def test_a_bad_flag_is_one_line_and_exit_2_before_any_data(argv, words, tmp_path, capsys, no_data):
-    status, err = exit_line(run_spt_main, argv + ["--output_dir", str(tmp_path / "run")], capsys)
+    status, err = exit_line(run_spt.main, argv + ["--output_dir", str(tmp_path / "run")], capsys)
     assert status == USER_ERROR_STATUS and err.startswith("error: ") and err.count("\n") == 1, err
     assert words in err, err
     assert not (tmp_path / "run").exists()
@@ -139,7 +118,7 @@ def test_a_duplicate_key_in_a_settings_file_is_an_error(tmp_path, capsys, no_dat
     assert status == USER_ERROR_STATUS and "seeds" in err and "twice" in err, err
     config = tmp_path / "config.json"
     config.write_text('{"seed": 1, "seed": 2}')
-    status, err = exit_line(run_spt_main, ["--config_file", str(config), "--output_dir", str(tmp_path / "r")], capsys)
+    status, err = exit_line(run_spt.main, ["--config_file", str(config), "--output_dir", str(tmp_path / "r")], capsys)
     assert status == USER_ERROR_STATUS and "seed" in err and "twice" in err, err
 
 
@@ -147,7 +126,7 @@ def test_a_duplicate_key_in_a_settings_file_is_an_error(tmp_path, capsys, no_dat
 def test_a_recipe_cannot_name_a_recipe_or_a_task(content, words, tmp_path, capsys, no_data):
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text("learning_rate: 0.001\n" + content)
-    status, err = exit_line(run_spt_main, ["--recipe", str(recipe), "--output_dir", str(tmp_path / "r")], capsys)
+    status, err = exit_line(run_spt.main, ["--recipe", str(recipe), "--output_dir", str(tmp_path / "r")], capsys)
     assert status == USER_ERROR_STATUS and words in err and err.count("\n") == 1, err
 
 
@@ -175,5 +154,5 @@ def test_a_bad_suite_flag_is_one_line_and_exit_2(name, argv, words, tmp_path, ca
 @pytest.mark.skipif(any(importlib.util.find_spec(name) for name in ("tensorboard", "tensorboardX")),
                     reason="tensorboard is installed here")
 def test_a_reporter_that_is_not_installed_is_refused_before_any_data(tmp_path, capsys, no_data):
-    status, err = exit_line(run_spt_main, ["--report_to", "tensorboard", "--output_dir", str(tmp_path / "r")], capsys)
+    status, err = exit_line(run_spt.main, ["--report_to", "tensorboard", "--output_dir", str(tmp_path / "r")], capsys)
     assert status == USER_ERROR_STATUS and err.startswith("error: --report_to tensorboard: ") and err.count("\n") == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, Mod
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.phases import finetune, pretrain
 from hf_spt.experiments.pipeline import prepare_pretrain_task, prepare_task, run_experiment
+from hf_spt.scripts import run_spt
 
 TINY_MODEL = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
 
@@ -86,14 +86,11 @@ def test_cross_task_spt_with_another_vocabulary_fails_clearly(tmp_path):
 
 def test_user_csv_with_string_labels_runs_through_run_spt_in_compare_mode(tmp_path):
     files = write_custom_csv(tmp_path / "mine")
-    spec = importlib.util.spec_from_file_location("run_spt", Path(__file__).parents[1] / "run_scripts" / "run_spt.py")
-    run_spt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_spt)
     argv = ["--task", "custom", "--train_file", files["train"], "--test_file", files["test"], "--mode", "compare",
             "--output_dir", str(tmp_path / "run"), "--pretrain_epochs", "1", "--finetune_epochs", "1",
             "--per_device_train_batch_size", "8", "--hidden_size", "16", "--num_hidden_layers", "1",
             "--num_attention_heads", "2", "--intermediate_size", "32", "--report_to", "none", "--use_cpu"]
-    results = run_spt.main(*run_spt.parse_arguments(argv))
+    results = run_spt.run(*run_spt.parse_arguments(argv))
     assert [arm["arm"] for arm in results["arms"]] == ["scratch", "spt"]
     saved = json.loads((tmp_path / "run" / "spt" / "config.json").read_text())
     assert saved["id2label"] == {"0": "angry", "1": "happy", "2": "sad"}

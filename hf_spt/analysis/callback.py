@@ -11,13 +11,13 @@ JSON file in the output folder in any case.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 from transformers import Trainer, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from ..atomic_files import write_json
 from .attention_maps import padded_batches
 from .eval_mode import evaluating
 from .proximity import proximity_scores
@@ -72,9 +72,7 @@ class ProximityCallback(TrainerCallback):
         self.trainer.log(dict(scores))
         if state.is_world_process_zero:
             self.records.append({"step": state.global_step, "epoch": state.epoch, **scores})
-            folder = Path(args.output_dir)
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / PROXIMITY_LOG_NAME).write_text(json.dumps(self.records, indent=1))
+            write_json(Path(args.output_dir) / PROXIMITY_LOG_NAME, self.records)
 
     def on_train_begin(self, args, state: TrainerState, control: TrainerControl, model=None, **kwargs):
         self._record(args, state, model)

@@ -1,7 +1,8 @@
 """Figures written to PNG files, for the analysis report and the ablation report alike.
 
 Plots are drawn on matplotlib's non-interactive Agg back-end (no display on training machines),
-laid out tightly, saved and closed, so that a report drawing dozens of figures holds none open.
+laid out tightly, saved and closed, so that a report drawing dozens of figures holds none open. A figure is
+written whole or not at all (`hf_spt.atomic_files.replaced_file`), as every file of a report.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from ..atomic_files import replaced_file
 
 
 @contextlib.contextmanager
@@ -27,7 +30,8 @@ def saved_figure(path: str | Path, dpi: int = 80, **subplots: Any) -> Iterator[t
     try:
         yield figure, axes
         figure.tight_layout()
-        figure.savefig(path, dpi=dpi)
+        with replaced_file(path, "wb") as stream:
+            figure.savefig(stream, format=Path(path).suffix[1:], dpi=dpi)
     finally:
         plt.close(figure)
 

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from transformers import AutoConfig
 
+from ..atomic_files import write_json, write_text
 from ..training.checkpoints import check_weights_readable, resolve_model_folder
 from ..training.collators import DataCollatorForClassification, DataCollatorForSpt
 from ..training.hub_kernels import WITHOUT_HUB_KERNELS
@@ -223,8 +224,8 @@ def analyse_models(
     for key, build in sections:
         report[key], section_lines = build()
         lines += section_lines
-    (folder / "report.json").write_text(json.dumps(report, indent=1))
-    (folder / "report.md").write_text("\n".join(lines) + "\n")
+    write_json(folder / "report.json", report)
+    write_text(folder / "report.md", "\n".join(lines) + "\n")
     return report
 
 

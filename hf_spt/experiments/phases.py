@@ -24,8 +24,9 @@ from transformers import EarlyStoppingCallback, PreTrainedConfig, TrainerState, 
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..analysis.callback import ProximityCallback
+from ..atomic_files import write_json
 from ..errors import UserInputError
-from ..runs.folder import PHASE_RESULT_NAME, TRAINER_STATE_NAME, ElapsedTime, read_json, resume_checkpoint, write_json
+from ..runs.folder import PHASE_RESULT_NAME, TRAINER_STATE_NAME, ElapsedTime, read_json, resume_checkpoint
 from ..runs.phase_definition import (check_phase_folder, finetune_definition, holds_nothing, pretrain_definition,
                                      record_definition)
 from ..runs.provenance import run_provenance
@@ -161,11 +162,15 @@ def finetune(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, tra
 
 def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
     """Train `phase`, or return its result when it is finished; `checked`: its folder was checked already (else
-    a folder holding a phase defined otherwise raises `PhaseDefinitionMismatch` here)."""
+    a folder holding a phase defined otherwise raises `PhaseDefinitionMismatch` here).
+
+    A finished arm's result names the start this run gives it (`init_from`), not the path it recorded: the
+    definitions matched, so it is the same start, and in a run folder copied or moved elsewhere the path recorded
+    names the old folder, whose pretraining `run_results.listed_arms` would not count as this run's."""
     if not checked:
         check_phase_folder(phase.folder, phase.definition)
     if (done := _finished(phase.folder)) is not None:
-        return done
+        return done if phase.arm is None else {**done, "init_from": str(phase.init_from) if phase.init_from else None}
     return (_run_pretrain if phase.arm is None else _run_finetune)(phase)
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..runs.folder import PHASE_RESULT_NAME, read_json, write_json, write_text
+from ..atomic_files import write_json, write_text
+from ..runs.folder import PHASE_RESULT_NAME, read_json
 from ..runs.phase_definition import dataset_fingerprint, definition_digest, read_definition
 from ..tasks import Task
 from .modes import MODES, PRETRAIN_FOLDER

@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..atomic_files import write_json
 from ..errors import UserInputError
-from .folder import check_writable_folder, read_json, write_json
+from .folder import check_writable_folder, read_json
 from .phase_definition import differences
 
 EXPORT_MARKER_NAME = ".hf_spt_export.json"

@@ -9,9 +9,9 @@
   once with `OutputDirBusyError`, naming the folder and the holder. Only the launching process
   (rank 0, or a plain `python` run) takes it: the other ranks of one `accelerate launch`, and the
   child processes the ablation grid starts for its cells, work under their parent's lock.
-- Atomic files: `write_json` / `write_text` write a temporary file and `os.replace` it, so a
-  reader sees the old content or the new, never half of it; the file gets the permissions any
-  new file gets (0666 less the umask), not `mkstemp`'s 0600.
+- Atomic files: every file of the folder is written with `hf_spt.atomic_files` (`write_json` /
+  `write_text`: a temporary file, then `os.replace`), so a reader sees the old content or the new,
+  never half of it; `remove_stale_temporaries` removes the temporaries a kill left.
 - Unreadable results: `read_json` returns None (with a warning naming the file) for a file that
   is missing or not valid JSON; callers treat the phase as unfinished and run it again.
 - Complete checkpoints: a kill while the Trainer writes `checkpoint-N/` leaves it partial;
@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import re
-import secrets
 import shutil
 import socket
 import sys
@@ -45,6 +44,7 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from ..atomic_files import TEMPORARY_FILE, write_json
 from ..errors import UserInputError
 
 logger = logging.getLogger(__name__)
@@ -169,49 +169,13 @@ def locks_output_dir(folder_of: Callable[..., str | Path]) -> Callable[[F], F]:
     return decorate
 
 
-_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{16}\.tmp")
-
-
 def remove_stale_temporaries(folder: Path) -> list[Path]:
     """Remove the temporary files `write_text` left under `folder` when a kill stopped it before its rename (only
     call it with the folder's lock held); returns them."""
-    stale = [path for path in Path(folder).rglob(".*.tmp") if _TEMPORARY.fullmatch(path.name) and path.is_file()]
+    stale = [path for path in Path(folder).rglob(".*.tmp") if TEMPORARY_FILE.fullmatch(path.name) and path.is_file()]
     for path in stale:
         path.unlink(missing_ok=True)
     return stale
-
-
-def _create_temporary(path: Path) -> tuple[int, Path]:
-    """A new, uniquely named file next to `path`, open for writing. Unlike `tempfile.mkstemp` (always 0600) it
-    is created as `open` creates a file, 0666 less the umask, so the file it becomes is as readable as the
-    run's other files."""
-    while True:
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-        try:
-            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
-        except FileExistsError:
-            continue
-
-
-def write_text(path: str | Path, text: str) -> None:
-    """Write `text` to `path` atomically: a temporary file in the same folder, then `os.replace`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = _create_temporary(path)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def write_json(path: str | Path, data: Any) -> None:
-    """`data` as indented JSON at `path`, atomically."""
-    write_text(path, json.dumps(data, indent=1))
 
 
 def read_json(path: str | Path, quiet: bool = False) -> Any | None:
@@ -298,5 +262,5 @@ class ElapsedTime(TrainerCallback, ExportableState):
 
 
 __all__ = ["PLAIN_NAME", "check_plain_name", "check_output_folder", "check_writable_folder", "remove_stale_temporaries", "PHASE_RESULT_NAME", "LOCK_NAME", "HOLDER_NAME", "OutputDirBusyError", "hold_output_dir", "is_launching_process",
-           "locks_output_dir", "write_text", "write_json", "read_json", "is_complete_checkpoint", "resume_checkpoint",
+           "locks_output_dir", "read_json", "is_complete_checkpoint", "resume_checkpoint",
            "ElapsedTime"]

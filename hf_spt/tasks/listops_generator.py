@@ -9,18 +9,18 @@ abandoned as soon as it outgrows `max_length`, which changes nothing about the k
 saves most of the time. Splits 96k/2k/2k, written as the released TSVs (`Source\\tTarget`, the
 source in LRA's parenthesised form).
 
-Run as a script to write `basic_{train,val,test}.tsv`:
+`hf_spt.scripts.generate_listops` writes `basic_{train,val,test}.tsv` into a folder:
     python run_scripts/generate_listops.py --output_dir data/listops [--num_train 96000] [--seed 0]
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from ..atomic_files import replaced_file
 from ..errors import UserInputError
 
 OPERATORS = ("[MIN", "[MAX", "[MED", "[SM")
@@ -104,6 +104,12 @@ def _generate_chunk(job: tuple[int, int, int, int, dict]) -> list[tuple[str, int
     return [generate_listops_example(rng, **spec) for _ in range(size)]
 
 
+def check_lengths(min_length: int, max_length: int) -> None:
+    """A one-line error unless trees between `min_length` and `max_length` tokens can exist."""
+    if not min_length < max_length:
+        raise UserInputError(f"ListOps needs min_length < max_length, got {min_length} and {max_length}.")
+
+
 def generate_listops(
     sizes: dict[str, int],
     seed: int = 0,
@@ -119,8 +125,7 @@ def generate_listops(
     Work is cut into chunks of `CHUNK_SIZE` trees, each seeded from (seed, split, chunk), so the
     data depend on `seed` only, not on `num_workers` (default: all CPUs, in processes).
     """
-    if not min_length < max_length:
-        raise UserInputError(f"ListOps needs min_length < max_length, got {min_length} and {max_length}.")
+    check_lengths(min_length, max_length)
     spec = dict(min_length=min_length, max_length=max_length, max_depth=max_depth, max_args=max_args,
                 operator_probability=operator_probability)
     jobs, owners = [], []
@@ -142,29 +147,6 @@ def generate_listops(
 
 def write_listops_tsv(examples: list[tuple[str, int]], path: str | Path) -> None:
     """Write the released format: header `Source\\tTarget`, one tree and its value per line."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "w") as handle:
+    with replaced_file(path) as handle:
         handle.write("Source\tTarget\n")
         handle.writelines(f"{source}\t{label}\n" for source, label in examples)
-    partial.replace(path)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Write ListOps TSVs (basic_{train,val,test}.tsv) as LRA released them.")
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--num_train", type=int, default=96000)
-    parser.add_argument("--num_validation", type=int, default=2000)
-    parser.add_argument("--num_test", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--num_workers", type=int, default=None)
-    parser.add_argument("--min_length", type=int, default=500)
-    parser.add_argument("--max_length", type=int, default=2000)
-    args = parser.parse_args(argv)
-    sizes = {"train": args.num_train, "validation": args.num_validation, "test": args.num_test}
-    examples = generate_listops(sizes, args.seed, args.num_workers, args.min_length, args.max_length)
-    for split, rows in examples.items():
-        write_listops_tsv(rows, Path(args.output_dir) / SPLIT_FILES[split])
-        print(f"wrote {len(rows)} trees to {Path(args.output_dir) / SPLIT_FILES[split]}")
-

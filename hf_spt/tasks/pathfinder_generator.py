@@ -6,7 +6,8 @@ the same long path, in a negative image one end of each long path. The label say
 marked points are connected. Dash length, gap, stroke and disc size scale with the image size
 (32, 64, 128 px; Path-X is 128). Paths may cross, as in the original.
 
-Run as a script to write the released layout, which the `pathfinder` task reads with --data_dir:
+`write_pathfinder` writes the released layout, which the `pathfinder` task reads with --data_dir; its command
+(`hf_spt.scripts.generate_pathfinder`):
     python run_scripts/generate_pathfinder.py --output_dir data/pathfinder32 --num_images 2000 --image_size 32
 giving DATA_DIR/curv_contour_length_14/imgs/<n>/sample_<k>.png and metadata/<n>.npy
 (text lines "imgs/<n> sample_<k>.png <k> <label> <image_size> <contour_length>").
@@ -14,12 +15,13 @@ giving DATA_DIR/curv_contour_length_14/imgs/<n>/sample_<k>.png and metadata/<n>.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from ..atomic_files import write_text
 
 IMAGES_PER_FOLDER = 1000
 
@@ -117,13 +119,18 @@ def generate_pathfinder(
     return np.stack([d.image for d in drawings]), np.array([d.label for d in drawings])
 
 
+def difficulty_folder(output_dir: str | Path, contour_length: int) -> Path:
+    """The folder of a release's difficulty (`curv_contour_length_<n>`) that images of `contour_length` go to."""
+    return Path(output_dir) / f"curv_contour_length_{contour_length}"
+
+
 def write_pathfinder(
     output_dir: str | Path, num_images: int, seed: int = 0, image_size: int = 32, contour_length: int = 14
 ) -> Path:
     """Write generated images in the released layout; returns the difficulty folder."""
     from PIL import Image
 
-    root = Path(output_dir) / f"curv_contour_length_{contour_length}"
+    root = difficulty_folder(output_dir, contour_length)
     images, labels = generate_pathfinder(num_images, seed, image_size, contour_length)
     (root / "metadata").mkdir(parents=True, exist_ok=True)
     for folder_index, first in enumerate(range(0, num_images, IMAGES_PER_FOLDER)):
@@ -132,18 +139,5 @@ def write_pathfinder(
         for k in range(first, min(first + IMAGES_PER_FOLDER, num_images)):
             Image.fromarray(images[k]).save(root / "imgs" / str(folder_index) / f"sample_{k}.png")
             lines.append(f"imgs/{folder_index} sample_{k}.png {k} {labels[k]} {image_size} {contour_length}\n")
-        (root / "metadata" / f"{folder_index}.npy").write_text("".join(lines))
+        write_text(root / "metadata" / f"{folder_index}.npy", "".join(lines))
     return root
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Write Pathfinder-style images in the LRA release layout.")
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--num_images", type=int, default=10000)
-    parser.add_argument("--image_size", type=int, default=32, help="32 (Pathfinder), 64, or 128 (Path-X)")
-    parser.add_argument("--contour_length", type=int, default=14)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    root = write_pathfinder(args.output_dir, args.num_images, args.seed, args.image_size, args.contour_length)
-    print(f"wrote {args.num_images} images under {root}")
-

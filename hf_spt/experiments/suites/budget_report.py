@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ...analysis.plotting import saved_figure
+from ...atomic_files import write_json, write_text
 from ...errors import UserInputError
-from ...runs.folder import read_json, write_json, write_text
+from ...runs.folder import read_json
 from ...runs.provenance import PROVENANCE_KEYS
 from .arm_labels import arm_colour, arm_words, config_words
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_table

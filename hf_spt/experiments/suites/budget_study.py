@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from ...analysis.checkpoint_probe import probe_checkpoint
+from ...atomic_files import write_json
 from ...errors import UserInputError
-from ...runs.folder import PHASE_RESULT_NAME, read_json, write_json
+from ...runs.folder import PHASE_RESULT_NAME, read_json
 from ...runs.provenance import recorded_provenance
 from ...training.pretrain_trainer import input_lengths
 from ..phase_arguments import masking_rate

@@ -28,8 +28,9 @@ from typing import Any
 
 from ...analysis.compute import ArmCurve, ComputeCurve, arm_curve, epoch_accuracies, training_flops
 from ...analysis.plotting import saved_figure
+from ...atomic_files import write_json, write_text
 from ...errors import MissingInputError, UserInputError
-from ...runs.folder import PHASE_RESULT_NAME, read_json, write_json, write_text
+from ...runs.folder import PHASE_RESULT_NAME, read_json
 from ...training.pretrain_trainer import input_lengths
 from ..arguments import DataArguments
 from ..phases import LOG_HISTORY_NAME

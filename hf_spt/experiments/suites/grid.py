@@ -1,6 +1,6 @@
 """What an ablation grid is: tasks, arms and seeds read from a grid file, and the units they make.
 
-A grid file (YAML or JSON, see `run_scripts/ablation_default.yaml`) names tasks, seeds, shared
+A grid file (YAML or JSON, see `hf_spt/scripts/ablation_default.yaml`) names tasks, seeds, shared
 settings and arms. `experiment:` takes `run_spt.py`'s experiment and TrainingArguments settings
 by their flag names (`pretrain_epochs`, `finetune_epochs`, `learning_rate`, `report_to`...), `model:`
 its model settings. An arm is a configuration of one fine-tuning run (`experiments.arms.Arm`, whose docstring
@@ -119,7 +119,7 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     raw = dict(_checked(Grid, raw, source))
     missing = [name for name in ("tasks", "arms", "seeds") if name not in raw]
     if missing:
-        raise UserInputError(f"{source}: a grid needs {missing}; see run_scripts/ablation_default.yaml.")
+        raise UserInputError(f"{source}: a grid needs {missing}; see hf_spt/scripts/ablation_default.yaml.")
     raw["seeds"] = _seeds(raw["seeds"], source)
     for group in ("tasks", "pretrain_tasks"):  # keys and arm names become folders under output_dir
         for key in _mapping_of_mappings(raw.get(group) or {}, source, group):

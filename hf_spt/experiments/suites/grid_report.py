@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...analysis.plotting import saved_figure
-from ...runs.folder import write_text
+from ...atomic_files import write_text
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, interval_count, paired_difference, paired_table
 from .seed_tables import mean_std_cell, seed_scores, summarize
 

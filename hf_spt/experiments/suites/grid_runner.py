@@ -34,7 +34,8 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
 
-from ...runs.folder import PHASE_RESULT_NAME, locks_output_dir, read_json, write_json
+from ...atomic_files import write_json
+from ...runs.folder import PHASE_RESULT_NAME, locks_output_dir, read_json
 from ...runs.provenance import recorded_provenance
 from ...runs.phase_definition import check_phase_folders
 from ..arguments import DataArguments, redacted
