@@ -2,7 +2,7 @@
 
 Both give the same ids (tests/test_tasks_data.py checks it); the tasks use the numpy path.
 
-    python run_scripts/bench_byte_encoding.py [--documents 500] [--max_length 4000]
+    python benchmarks/bench_byte_encoding.py [--documents 500] [--max_length 4000]
 """
 
 from __future__ import annotations

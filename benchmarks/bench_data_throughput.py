@@ -11,8 +11,8 @@
    to dataloader workers (`dataloader_num_workers`).
 
 Usage:
-    python run_scripts/bench_data_throughput.py --quick      # < 1 min
-    python run_scripts/bench_data_throughput.py --output runs/bench/data.json
+    python benchmarks/bench_data_throughput.py --quick      # < 1 min
+    python benchmarks/bench_data_throughput.py --output runs/bench/data.json
 """
 
 from __future__ import annotations

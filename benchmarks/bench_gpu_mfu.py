@@ -17,8 +17,8 @@ traces without generating code): the script's plumbing, for `gpu_self_check.py -
 nothing.
 
 Usage:
-    python run_scripts/bench_gpu_mfu.py --output runs/bench/gpu_mfu.json
-    python run_scripts/bench_gpu_mfu.py --batch_size 16 --peak_tflops 989 --torch_compile
+    python benchmarks/bench_gpu_mfu.py --output runs/bench/gpu_mfu.json
+    python benchmarks/bench_gpu_mfu.py --batch_size 16 --peak_tflops 989 --torch_compile
 """
 
 from __future__ import annotations

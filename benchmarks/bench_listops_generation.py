@@ -4,7 +4,7 @@ Reference in the same run: a faithful port of LRA's own generator (lra_benchmark
 tuple trees, `random.randint`/`random.choice`, whole trees built before the length check) timed on
 a sample of kept trees and scaled to the same number of trees, single process.
 
-    python run_scripts/bench_listops_generation.py [--num_train 96000] [--num_workers 2] [--reference_sample 300]
+    python benchmarks/bench_listops_generation.py [--num_train 96000] [--num_workers 2] [--reference_sample 300]
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ i.e. how much faster than length memory grows: 1.0 is linear, quadratic attentio
 T / T_min. The goal for hf_spt is <= 1.3 (flash attention keeps no T x T matrix).
 
 Usage:
-    python run_scripts/bench_memory_growth.py --quick               # < 2 min
-    python run_scripts/bench_memory_growth.py --preset text --lengths 512,1024,2048,4096 --output runs/bench/memory.json
+    python benchmarks/bench_memory_growth.py --quick               # < 2 min
+    python benchmarks/bench_memory_growth.py --preset text --lengths 512,1024,2048,4096 --output runs/bench/memory.json
 """
 
 from __future__ import annotations

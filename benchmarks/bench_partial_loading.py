@@ -1,8 +1,8 @@
 """Time and peak memory of loading only W_Q/W_K (`qk`) versus the whole model, from a ~500 MB checkpoint.
 
 Usage:
-    python run_scripts/bench_partial_loading.py            # builds a ~500 MB SptForMaskedLM checkpoint in a temp dir
-    python run_scripts/bench_partial_loading.py --repeats 5
+    python benchmarks/bench_partial_loading.py            # builds a ~500 MB SptForMaskedLM checkpoint in a temp dir
+    python benchmarks/bench_partial_loading.py --repeats 5
 
 Each measurement runs in a fresh Python process (peak RSS from `resource.getrusage`, so one
 load cannot inherit another's memory). Both sides build the same empty target model first;

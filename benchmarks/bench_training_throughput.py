@@ -9,10 +9,10 @@ memory of one step in a fresh process (method: `benchmarks/benchmarking.py`). Th
 the same run: the machine's practical limit.
 
 Usage:
-    python run_scripts/bench_training_throughput.py --quick                       # < 2 min
-    python run_scripts/bench_training_throughput.py --presets pathfinder,text --output runs/bench/throughput.json
-    python run_scripts/bench_training_throughput.py --vocab 32000 --length 512    # word level, 15% masked
-    python run_scripts/bench_training_throughput.py --presets text --torch_compile --bf16
+    python benchmarks/bench_training_throughput.py --quick                       # < 2 min
+    python benchmarks/bench_training_throughput.py --presets pathfinder,text --output runs/bench/throughput.json
+    python benchmarks/bench_training_throughput.py --vocab 32000 --length 512    # word level, 15% masked
+    python benchmarks/bench_training_throughput.py --presets text --torch_compile --bf16
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shared pieces of the `run_scripts/bench_*.py` scripts: hf_spt against transformers' BERT.
+"""Shared pieces of the `benchmarks/bench_*.py` scripts: hf_spt against transformers' BERT.
 
 Each benchmark builds an hf_spt model and a BERT model of the same size, dropout (0) and
 attention implementation, feeds both the same batch, and times forward + backward steps in
