@@ -152,4 +152,5 @@ class SptAttention(nn.Module):
         return output, probs
 
 
-__all__ = ["ALIBI_NEEDS_A_MASK", "KEY_MASK_BACKENDS", "eager_attention_forward", "key_padding_mask", "attention_bias", "SptAttention"]
+__all__ = ["ALIBI_NEEDS_A_MASK", "KEY_MASK_BACKENDS", "eager_attention_forward", "key_padding_mask", "attention_bias",
+           "SptAttention"]

@@ -285,6 +285,6 @@ class DataCollatorForClassification:
         return batch
 
 
-__all__ = ["PADDED_KEYS", "pad_rows", "padded_width", "check_pad_multiple", "model_max_width", "capped", "widen", "CLASS_LABEL_KEYS", "DataCollatorForSpt",
-           "DataCollatorForClassification", "fixed_masking", "flatten", "masked_positions",
-           "without_attention_mask", "without_class_labels"]
+__all__ = ["PADDED_KEYS", "pad_rows", "padded_width", "check_pad_multiple", "model_max_width", "capped", "widen",
+           "CLASS_LABEL_KEYS", "DataCollatorForSpt", "DataCollatorForClassification", "fixed_masking", "flatten",
+           "masked_positions", "without_attention_mask", "without_class_labels"]

@@ -69,10 +69,11 @@ class FinetuneTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         if data_collator is None:
             if processing_class is None:
                 raise ValueError("FinetuneTrainer needs the tokenizer (processing_class) or a data_collator.")
-            check_pad_multiple(args.pad_to_multiple_of, model_max_width(model))
+            max_width = model_max_width(model)
+            check_pad_multiple(args.pad_to_multiple_of, max_width)
             data_collator = DataCollatorForClassification(processing_class, args.pad_to_multiple_of, args.padding_free,
                                                           omit_full_attention_mask=args.device.type != "cpu",
-                                                          max_width=model_max_width(model))
+                                                          max_width=max_width)
         super().__init__(
             model=model,
             args=args,

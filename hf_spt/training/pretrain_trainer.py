@@ -125,7 +125,8 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
                 raise UserInputError("padding_free builds its own masked-token collator: pass no data_collator "
                                      "(causal pretraining has no padding-free path).")
         if data_collator is None:
-            check_pad_multiple(args.pad_to_multiple_of, model_max_width(model))
+            max_width = model_max_width(model)
+            check_pad_multiple(args.pad_to_multiple_of, max_width)
             data_collator = DataCollatorForSpt(
                 processing_class,
                 mlm_probability=args.mlm_probability,
@@ -135,7 +136,7 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
                 pad_to_multiple_of=args.pad_to_multiple_of,
                 return_masked_positions=reaches_model_whole(args) and has_sparse_prediction(model),
                 omit_full_attention_mask=args.device.type != "cpu",
-                max_width=model_max_width(model),
+                max_width=max_width,
             )
         if isinstance(data_collator, DataCollatorForSpt) and data_collator.mlm:
             if eval_dataset is not None:
