@@ -251,7 +251,7 @@ def write_json(path: str | None, payload: dict[str, Any]) -> None:
         return
     import transformers
 
-    from hf_spt.runs.folder import write_json as write_atomically
+    from hf_spt.atomic_files import write_json as write_atomically
 
     write_atomically(path, {"torch": torch.__version__, "transformers": transformers.__version__,
                             "threads": torch.get_num_threads(), "load_average": os.getloadavg(), **payload})

@@ -23,8 +23,6 @@ Usage (the flags after `--` are run_spt.py's):
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import runpy
 import sys
 import time
@@ -36,6 +34,8 @@ import torch
 import transformers.trainer
 from torch.profiler import ProfilerActivity, profile
 from transformers import TrainerCallback
+
+from hf_spt.atomic_files import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITE_EVERY = 10  # steps between rewrites of the log: a killed run loses at most these
@@ -107,9 +107,7 @@ class StepTimes(TrainerCallback):
     def _write(self) -> None:
         log = {"device": torch.cuda.get_device_name() if self.cuda else "cpu", "widths": self.widths,
                "ends": self.ends, "profiled": self.profiled, "profile": self.profile}
-        temporary = self.log_path.with_name(self.log_path.name + ".tmp")
-        temporary.write_text(json.dumps(log))
-        os.replace(temporary, self.log_path)
+        write_json(self.log_path, log)
 
     def _record_width(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         if module.training:
