@@ -168,14 +168,11 @@ def plan_run(
     return phases
 
 
-@locks_output_dir(lambda data_args, model_args, exp, training: training.output_dir)
-def run_experiment(
+def plan_experiment(
     data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, training: SharedTrainingArguments
-) -> dict[str, Any]:
-    """Plan the phases `exp.mode` asks for (`plan_run`), check every phase folder before any phase trains (a
-    re-run defined otherwise stops here), run them, and return (and write, on the main process) the results."""
+) -> tuple[Task, list[PlannedPhase]]:
+    """Check the settings, build the task and plan every phase of the run (`plan_run`), training nothing."""
     check_run_settings(data_args, model_args, exp, training)
-    output_dir = Path(training.output_dir)
     if training.push_to_hub:
         check_hub_ready(training.hub_model_id)  # fail now, not after training
     check_lora_ready(exp)
@@ -183,7 +180,17 @@ def run_experiment(
     config = build_config(task, model_args)
     other_source = MODES[exp.mode].pretrains and data_args.pretrain_task
     source = prepare_pretrain_task(data_args, task, training.seed) if other_source else task
-    phases = plan_run(task, source, config, model_args, exp, training)  # a wrong request fails before any deletion
+    return task, plan_run(task, source, config, model_args, exp, training)
+
+
+@locks_output_dir(lambda data_args, model_args, exp, training: training.output_dir)
+def run_experiment(
+    data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, training: SharedTrainingArguments
+) -> dict[str, Any]:
+    """Plan the phases `exp.mode` asks for (`plan_run`), check every phase folder before any phase trains (a
+    re-run defined otherwise stops here), run them, and return (and write, on the main process) the results."""
+    task, phases = plan_experiment(data_args, model_args, exp, training)  # a wrong request fails before deletion
+    output_dir = Path(training.output_dir)
     if training.overwrite_output_dir:
         clear_phase_folders([phase.folder for phase in phases])
     check_phase_folders((phase.folder, phase.definition) for phase in phases)
