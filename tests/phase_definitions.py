@@ -186,9 +186,9 @@ def _listed(phase: Any) -> dict[str, Any]:
 def _run_spt_definitions(argv: list[str]) -> dict[str, Any]:
     from hf_spt.experiments.command_line import parse_arguments
     from hf_spt.experiments.pipeline import plan_experiment
+    from hf_spt.experiments.run_spec import resolve_run
 
-    data_args, model_args, exp, training = parse_arguments(argv)
-    return {phase.folder.name: _listed(phase) for phase in plan_experiment(data_args, model_args, exp, training)[1]}
+    return {phase.folder.name: _listed(phase) for phase in plan_experiment(resolve_run(*parse_arguments(argv)))[1]}
 
 
 def _grid_definitions(grid: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ declaring its range, its phase and what it is read with in its metadata (`declar
 The generic `--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size` and `--max_steps`
 default to `None` here so that a given value can be told from our defaults: given, they set both phases
 (a per-phase flag wins for its phase); not given, the phase's own `TrainingArguments` subclass's defaults
-hold (`training.arguments`: 25 pretraining epochs, 4 fine-tuning, 1e-3 in both).
+hold (`training.arguments`, quoted by every help text through `phase_default`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,11 @@ PHASE_SETTINGS = {"num_train_epochs": "epochs", "learning_rate": "learning_rate"
                   "per_device_train_batch_size": "batch_size", "max_steps": "max_steps"}
 PHASE_ARGUMENTS = {"pretrain": PretrainArguments, "finetune": FinetuneArguments}
 """Each phase's `TrainingArguments` subclass, which holds its defaults (the one place they are written)."""
+
+
+def phase_default(phase: str, name: str) -> Any:
+    """The default of field `name` of `phase`'s `TrainingArguments` subclass, as the help texts quote it."""
+    return PHASE_ARGUMENTS[phase].__dataclass_fields__[name].default
 
 
 @dataclass
@@ -166,12 +171,13 @@ class ExperimentArguments:
     # the pretraining (SPT) phase (PRETRAIN_SETTINGS)
     pretrain_epochs: float | None = field(
         default=None, metadata={"phase": "pretrain", "range": POSITIVE,
-                                "help": "Pretraining epochs (default: --num_train_epochs if given, else 25)."}
+                                "help": "Pretraining epochs (default: --num_train_epochs if given, else "
+                                f"{phase_default('pretrain', 'num_train_epochs'):g})."}
     )
     pretrain_learning_rate: float | None = field(
         default=None, metadata={"phase": "pretrain", "range": POSITIVE,
                                 "help": "Pretraining peak learning rate (default: --learning_rate if given, else "
-                                        "1e-3)."}
+                                        f"{phase_default('pretrain', 'learning_rate'):g})."}
     )
     pretrain_batch_size: int | None = field(
         default=None, metadata={"phase": "pretrain", "range": POSITIVE_INT,
@@ -189,10 +195,10 @@ class ExperimentArguments:
     )
     mlm_probability: float | None = field(default=None, metadata={"phase": "pretrain", "range": OPEN_PROBABILITY,
                                                                   "help": "Masking rate (default: the task preset)."})
-    mask_replace_prob: float = field(default=0.8, metadata={"phase": "pretrain", "range": PROBABILITY,
-                                                            "help": "Masked tokens shown as [MASK] (1.0 = pure)."})
-    random_replace_prob: float = field(default=0.1, metadata={"phase": "pretrain", "range": PROBABILITY,
-                                                              "help": "Masked tokens shown as a random token."})
+    mask_replace_prob: float = field(default=phase_default("pretrain", "mask_replace_prob"), metadata={
+        "phase": "pretrain", "range": PROBABILITY, "help": "Masked tokens shown as [MASK] (1.0 = pure)."})
+    random_replace_prob: float = field(default=phase_default("pretrain", "random_replace_prob"), metadata={
+        "phase": "pretrain", "range": PROBABILITY, "help": "Masked tokens shown as a random token."})
     token_weighting: str = field(
         default="none", metadata={"phase": "pretrain", "values": TOKEN_WEIGHTING,
                                   "help": "Pretraining loss weights: none, or inverse_frequency (counted on "
@@ -201,12 +207,13 @@ class ExperimentArguments:
     # the fine-tuning phase, every arm (FINETUNE_SETTINGS)
     finetune_epochs: float | None = field(
         default=None, metadata={"phase": "finetune", "range": POSITIVE,
-                                "help": "Fine-tuning epochs (default: --num_train_epochs if given, else 4)."}
+                                "help": "Fine-tuning epochs (default: --num_train_epochs if given, else "
+                                f"{phase_default('finetune', 'num_train_epochs'):g})."}
     )
     finetune_learning_rate: float | None = field(
         default=None, metadata={"phase": "finetune", "range": POSITIVE,
                                 "help": "Fine-tuning peak learning rate (default: --learning_rate if given, else "
-                                        "1e-3)."}
+                                        f"{phase_default('finetune', 'learning_rate'):g})."}
     )
     finetune_batch_size: int | None = field(
         default=None, metadata={"phase": "finetune", "range": POSITIVE_INT,
@@ -290,18 +297,6 @@ class ExperimentArguments:
         # parsed once, here (an unknown part name fails before any training); everything after reads the Parts
         self.init_parts = None if self.init_parts is None else Parts(self.init_parts)
         self.freeze_parts = None if self.freeze_parts is None else Parts(self.freeze_parts)
-
-    def phase_setting(self, training: SharedTrainingArguments, phase: str, setting: str) -> Any:
-        """`setting` ("epochs", "learning_rate", "batch_size", "max_steps") of `phase`: the per-phase flag, else the
-        generic TrainingArguments flag, else the phase's `TrainingArguments` subclass's default (batch size None:
-        the task preset's)."""
-        value = getattr(self, f"{phase}_{setting}")
-        generic = next(name for name, suffix in PHASE_SETTINGS.items() if suffix == setting)
-        if value is None:
-            value = getattr(training, generic)
-        if value is None and setting != "batch_size":
-            value = PHASE_ARGUMENTS[phase].__dataclass_fields__[generic].default
-        return value
 
 
 PRETRAIN_SETTINGS = declared(ExperimentArguments, "phase", "pretrain")

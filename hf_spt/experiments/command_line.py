@@ -80,7 +80,7 @@ def check_all_read(
     elif not any(arm.pretrain for arm in mode.arms):
         if "init_from" in given:  # --init_parts: ExperimentArguments refuses it (arms.check_spt_weights_source)
             unread["init_from"] = f"--mode {exp.mode} starts from random weights (or --model_name_or_path)"
-    unread.update(unread_lora_settings(given, exp))
+    unread.update(unread_lora_settings(given, exp.mode, exp.finetune_method))
     for generic, suffix in PHASE_SETTINGS.items():
         if generic in given and all(getattr(exp, f"{phase}_{suffix}") is not None for phase in phases):
             per_phase = " and ".join(f"--{phase}_{suffix}" for phase in phases)
@@ -96,14 +96,14 @@ def check_all_read(
             f"  --{name}: {why}." for name, why in sorted(unread.items())) + "\nDrop them or change --mode/--task.")
 
 
-def unread_lora_settings(given: set[str], exp: ExperimentArguments) -> dict[str, str]:
-    """The LoRA settings a run would not read, with why: LoRA flags without a LoRA arm, and `--finetune_method`
-    where the mode sets each arm's method (`modes.MODES`)."""
-    arms = MODES[exp.mode].arms
+def unread_lora_settings(given: set[str], mode: str, finetune_method: str) -> dict[str, str]:
+    """The LoRA settings a run of `mode` would not read, with why: LoRA flags without a LoRA arm, and
+    `--finetune_method` where the mode sets each arm's method (`modes.MODES`)."""
+    arms = MODES[mode].arms
     if not arms:  # check_all_read: no fine-tuning setting is read
         return {}
-    unread = {"finetune_method": f"--mode {exp.mode} sets each arm's method"} if all(arm.method for arm in arms) else {}
-    if not uses_lora(exp.mode, exp.finetune_method):
+    unread = {"finetune_method": f"--mode {mode} sets each arm's method"} if all(arm.method for arm in arms) else {}
+    if not uses_lora(mode, finetune_method):
         lora_modes = " or ".join(f"--mode {mode}" for mode in MODES if uses_lora(mode, "full"))
         unread.update({name: f"it is read only with --finetune_method lora (or {lora_modes})"
                        for name in LORA_SETTINGS})

@@ -1,7 +1,7 @@
 """LoRA fine-tuning arms of the pipeline: adapters through `peft`, a loadable base next to them.
 
 `--finetune_method lora` fine-tunes every arm of a run with LoRA adapters (`training.lora.apply_lora`:
-the LoRA settings of `ExperimentArguments`, the classifier head trained in full, every other weight frozen).
+the run's LoRA settings, `run_spec.PhaseSpec.lora`, the classifier head trained in full, every other weight frozen).
 The arm's folder then holds what `peft` saves (`adapter_model.safetensors`, `adapter_config.json`:
 adapters plus the trained head) and a `base/` folder: the classifier the adapters were trained on,
 as it was before training (starting weights and a fresh head). `base/` is needed because no other
@@ -27,17 +27,9 @@ from accelerate import PartialState
 from torch import nn
 from transformers import PreTrainedModel
 
-from ..training.lora import apply_lora, require_peft
-from .arguments import ExperimentArguments
-from .modes import uses_lora
+from ..training.lora import apply_lora
 
 BASE_FOLDER = "base"
-
-
-def check_lora_ready(exp: ExperimentArguments) -> None:
-    """Before any training: a LoRA run needs `peft` installed (the message names the extra)."""
-    if uses_lora(exp.mode, exp.finetune_method):
-        require_peft()
 
 
 def target_modules(names: str | None) -> list[str] | None:
@@ -48,7 +40,7 @@ def target_modules(names: str | None) -> list[str] | None:
 
 
 def with_adapters(model: PreTrainedModel, lora: dict[str, Any], folder: Path) -> nn.Module:
-    """`model` wrapped with LoRA adapters (`lora`: r, alpha, dropout and target_modules, as `phases.lora_settings`
+    """`model` wrapped with LoRA adapters (`lora`: r, alpha, dropout and target_modules, as `run_spec.resolve_run`
     resolves them); its starting weights saved as `folder/base`, which the adapter config names relative to the
     run folder (`folder`'s parent)."""
     base = folder / BASE_FOLDER
@@ -80,4 +72,4 @@ def adapter_provenance(model: nn.Module, folder: Path) -> dict[str, Any]:
             "base_weights": base_reference(folder)}
 
 
-__all__ = ["BASE_FOLDER", "check_lora_ready", "target_modules", "with_adapters", "base_reference", "adapter_provenance"]
+__all__ = ["BASE_FOLDER", "target_modules", "with_adapters", "base_reference", "adapter_provenance"]

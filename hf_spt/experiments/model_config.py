@@ -28,7 +28,7 @@ from ..models.configuration_spt import SptConfig
 from ..tasks import Task, task_preset
 from ..training.checkpoints import check_model_source, resolve_model
 from ..training.model_factory import DECODER_POOLING, classification_model, is_decoder_only, pretraining_model
-from .arguments import ModelArguments
+from .run_spec import ModelSpec
 
 SIZE_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads")
 # The MLP width has no common alias across architectures: BERT/Llama, GPT-2, DistilBERT, OPT names.
@@ -38,27 +38,14 @@ CHECKPOINT_FIELDS = (*SIZE_FIELDS, "intermediate_size", "vocab_size", "max_posit
 INTERMEDIATE_SIZE_FIELDS = ("intermediate_size", "n_inner", "hidden_dim", "ffn_dim")
 
 
-def uses_spt_model(model_args: ModelArguments) -> bool:
-    """True when no other architecture is asked for: the run builds hf_spt's own `SptConfig`."""
-    return model_args.model_type in (None, "spt") and not model_args.config_name and not model_args.model_name_or_path
-
-
-def starting_weights(model_args: ModelArguments) -> str | None:
-    """The pretrained weights the run starts from (`--model_name_or_path`), or None for random init."""
-    if model_args.model_name_or_path and not model_args.from_scratch:
-        return model_args.model_name_or_path
-    return None
-
-
-def _task_sizes(task: Task, config_class: type[PreTrainedConfig], model_args: ModelArguments, preset: bool) -> dict[str, Any]:
+def _task_sizes(task: Task, config_class: type[PreTrainedConfig], model: ModelSpec, preset: bool) -> dict[str, Any]:
     """Config keyword arguments that fit the architecture to the task (vocab, positions, pad, sizes)."""
     tokenizer = task.tokenizer
     sizes = {"vocab_size": len(tokenizer), "max_position_embeddings": task.preset.max_length,
              "pad_token_id": tokenizer.pad_token_id, "bos_token_id": None, "eos_token_id": None}
     wanted = {name: task.preset.model[name] for name in (*SIZE_FIELDS, "intermediate_size")
               if preset and name in task.preset.model}
-    wanted.update({name: getattr(model_args, name) for name in (*SIZE_FIELDS, "intermediate_size")
-                   if getattr(model_args, name) is not None})
+    wanted.update(model.sizes)
     fields = config_class.__dataclass_fields__
     if "intermediate_size" in wanted:
         width = wanted.pop("intermediate_size")
@@ -88,24 +75,24 @@ def _check_fits(config: PreTrainedConfig, task: Task, source: str) -> None:
         )
 
 
-def build_backbone_config(task: Task, model_args: ModelArguments) -> BackboneClassifierConfig:
+def build_backbone_config(task: Task, model: ModelSpec) -> BackboneClassifierConfig:
     """The run's model config for a transformers architecture: the backbone plus the classifier head."""
-    if model_args.model_name_or_path and (model_args.model_type or model_args.config_name):
+    if model.model_name_or_path and (model.model_type or model.config_name):
         raise UserInputError("--model_name_or_path already names the architecture; drop --model_type/--config_name.")
-    source = model_args.model_name_or_path or model_args.config_name
+    source = model.model_name_or_path or model.config_name
     if source:
         check_model_source(source)
         backbone_class = type(AutoConfig.from_pretrained(source))
-        if starting_weights(model_args):
+        if model.weights:
             backbone = AutoConfig.from_pretrained(source)
             _check_fits(backbone, task, source)
         else:  # random weights in the architecture of `source`, fitted to the task; only flags change sizes
-            backbone = AutoConfig.from_pretrained(source, **_task_sizes(task, backbone_class, model_args, preset=False))
+            backbone = AutoConfig.from_pretrained(source, **_task_sizes(task, backbone_class, model, preset=False))
     else:
-        backbone_class = type(AutoConfig.for_model(model_args.model_type))
-        backbone = AutoConfig.for_model(model_args.model_type, **_task_sizes(task, backbone_class, model_args, preset=True))
-    backbone._attn_implementation = model_args.attn_implementation
-    pooling = model_args.pooling
+        backbone_class = type(AutoConfig.for_model(model.model_type))
+        backbone = AutoConfig.for_model(model.model_type, **_task_sizes(task, backbone_class, model, preset=True))
+    backbone._attn_implementation = model.attn_implementation
+    pooling = model.pooling
     if pooling is None:
         pooling = DECODER_POOLING if is_decoder_only(backbone) else task.preset.model.get("pooling", "mean")
     id2label = task.id2label()
@@ -116,7 +103,7 @@ def build_backbone_config(task: Task, model_args: ModelArguments) -> BackboneCla
 
 
 def fit_to_checkpoint(
-    config: SptConfig | BackboneClassifierConfig, init_from: str | Path, model_args: ModelArguments, task: Task
+    config: SptConfig | BackboneClassifierConfig, init_from: str | Path, model: ModelSpec, task: Task
 ) -> SptConfig | BackboneClassifierConfig:
     """The run's config when the spt arm loads `init_from` whole (`--mode finetune`): the checkpoint's architecture.
 
@@ -127,9 +114,10 @@ def fit_to_checkpoint(
     `classification_model` gives it to the loaded model.
     """
     source = AutoConfig.from_pretrained(resolve_model(init_from))
+    flags = {**model.sizes, "position_embedding_type": model.position_embedding_type}
     clashes = [f"--{name} {given} (the checkpoint has {getattr(source, name)})"
                for name in (*SIZE_FIELDS, "intermediate_size", "position_embedding_type")
-               if (given := getattr(model_args, name)) is not None and getattr(source, name, given) != given]
+               if (given := flags.get(name)) is not None and getattr(source, name, given) != given]
     if clashes:
         raise UserInputError(f"{init_from} is loaded whole, and its architecture differs from the flags: "
                              f"{'; '.join(clashes)}. Drop these flags (the checkpoint's values are used), or use "
@@ -146,24 +134,23 @@ def fit_to_checkpoint(
     return fitted
 
 
-def build_config(task: Task, model_args: ModelArguments) -> SptConfig | BackboneClassifierConfig:
-    """SptConfig from the task preset, with every explicitly given model argument on top.
+def build_config(task: Task, model: ModelSpec) -> SptConfig | BackboneClassifierConfig:
+    """SptConfig from the task preset, with every explicitly given model setting on top.
 
-    With --model_type/--config_name/--model_name_or_path: that architecture (see `backbones`).
+    With --model_type/--config_name/--model_name_or_path: that architecture (`build_backbone_config`).
     """
-    if not uses_spt_model(model_args):
-        return build_backbone_config(task, model_args)
-    sizes = dict(task.preset.model)
-    for name in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "pooling"):
-        if getattr(model_args, name) is not None:
-            sizes[name] = getattr(model_args, name)
+    if not model.is_spt:
+        return build_backbone_config(task, model)
+    sizes = {**task.preset.model, **model.sizes}
+    if model.pooling is not None:
+        sizes["pooling"] = model.pooling
     tokenizer = task.tokenizer
     config = SptConfig(
         vocab_size=len(tokenizer),
         max_position_embeddings=task.preset.max_length,
-        position_embedding_type=model_args.position_embedding_type or SptConfig.position_embedding_type,
-        hidden_dropout_prob=model_args.hidden_dropout_prob,
-        attention_probs_dropout_prob=model_args.attention_probs_dropout_prob,
+        position_embedding_type=model.position_embedding_type or SptConfig.position_embedding_type,
+        hidden_dropout_prob=model.hidden_dropout_prob,
+        attention_probs_dropout_prob=model.attention_probs_dropout_prob,
         pad_token_id=tokenizer.pad_token_id,
         mask_token_id=tokenizer.mask_token_id,
         cls_token_id=tokenizer.cls_token_id,
@@ -173,7 +160,7 @@ def build_config(task: Task, model_args: ModelArguments) -> SptConfig | Backbone
         two_tower=task.is_pair,
         **sizes,
     )
-    config._attn_implementation = model_args.attn_implementation
+    config._attn_implementation = model.attn_implementation
     return config
 
 
@@ -202,19 +189,16 @@ def machine_memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def check_model_settings(model_args: ModelArguments, task_name: str, max_length: int | None,
+def check_model_settings(model: ModelSpec, task_name: str, max_length: int | None,
                          pretrain_objective: str | None = None) -> None:
     """Build the run's model config, and its models on the meta device (no memory), from the flags and task
     `task_name`'s preset with a stand-in vocabulary, before any data exist: a value the config or transformers
     rejects (`--hidden_size 30 --num_attention_heads 4`, `--pooling foo`, `--attn_implementation foo`,
     `--model_type nosuch`) or a model whose float32 weights alone exceed the machine's memory is a one-line user
     error naming the model flags given. `pretrain_objective`: the pretraining model is built too (its head)."""
-    given = " ".join(f"--{name} {value!r}" if isinstance(value, str) else f"--{name} {value}"
-                     for name, value in vars(model_args).items() if value not in (None, False)
-                     and value != ModelArguments.__dataclass_fields__[name].default)
-    shown = given or "the default model"
+    shown = model.given or "the default model"
     try:
-        config = build_config(_stand_in_task(task_name, max_length), model_args)
+        config = build_config(_stand_in_task(task_name, max_length), model)
         with torch.device("meta"):
             models = [classification_model(config)]
             if pretrain_objective is not None:
@@ -230,5 +214,5 @@ def check_model_settings(model_args: ModelArguments, task_name: str, max_length:
                              f"of float32 weights alone, more than this machine's {memory / 2**30:.0f} GiB of memory.")
 
 
-__all__ = ["uses_spt_model", "starting_weights", "build_backbone_config", "fit_to_checkpoint", "build_config",
+__all__ = ["build_backbone_config", "fit_to_checkpoint", "build_config",
            "machine_memory_bytes", "check_model_settings"]

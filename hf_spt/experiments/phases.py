@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from accelerate import PartialState
-from transformers import EarlyStoppingCallback, PreTrainedConfig, TrainerState, TrainingArguments, set_seed
+from transformers import EarlyStoppingCallback, PreTrainedConfig, TrainingArguments, set_seed
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..analysis.callback import ProximityCallback
 from ..atomic_files import write_json
 from ..errors import UserInputError
-from ..runs.folder import PHASE_RESULT_NAME, TRAINER_STATE_NAME, ElapsedTime, read_json, resume_checkpoint
+from ..runs.folder import PHASE_RESULT_NAME, read_json
 from ..runs.phase_definition import (check_phase_folder, finetune_definition, holds_nothing, pretrain_definition,
                                      record_definition)
 from ..runs.provenance import run_provenance
@@ -38,126 +38,89 @@ from ..training.model_factory import classification_model, pretraining_collator,
 from ..training.parts import freeze_parts as freeze_model_parts
 from ..training.parts import load_partial_weights
 from ..training.pretrain_trainer import PretrainTrainer
-from ..training.time_estimate import StepTimeEstimate
-from .arguments import ExperimentArguments, ModelArguments, SharedTrainingArguments
+from ..training.resume import train_resuming
 from .arms import Arm, check_spt_weights_source
 from .card_provenance import phase_card_data
 from .lora_finetuning import adapter_provenance, with_adapters
-from .model_config import build_config, fit_to_checkpoint, starting_weights
+from .model_config import build_config, fit_to_checkpoint
 from .phase_arguments import finetune_arguments, masking_rate, pretrain_arguments
+from .run_spec import ModelSpec, PhaseSpec
 
 LOG_HISTORY_NAME = "log_history.json"  # every phase's Trainer log history, as the Trainer keeps it
 PROXIMITY_PROBE_SIZE = 32
 
 
 @dataclass(frozen=True)
-class PhaseSettings:
-    """What a phase reads besides its Trainer arguments, resolved from the flags once, when it is planned."""
-
-    objective: str  # the SPT objective ("masked" or "causal") of this pretraining, or of the one behind the weights
-    mlm_probability: float  # the SPT masking rate, as the card states it
-    token_weighting: str
-    class_weighting: str
-    early_stopping_patience: int | None
-    lora: dict[str, Any] | None  # a LoRA arm's r, alpha, dropout and target modules (`lora_settings`)
-    proximity_every_n_steps: int | None  # --log_proximity's probe: every N steps (None: at each evaluation)
-    log_proximity: bool = False
-
-
-def lora_settings(exp: ExperimentArguments) -> dict[str, Any]:
-    """LoRA's settings as a phase's definition records them and `with_adapters` reads them."""
-    return {"r": exp.lora_r, "alpha": exp.lora_alpha, "dropout": exp.lora_dropout,
-            "target_modules": exp.lora_target_modules}
-
-
-def phase_settings(exp: ExperimentArguments, task: Task, method: str = "full") -> PhaseSettings:
-    """The `PhaseSettings` of a phase on `task` (a fine-tuning arm trained with `method`)."""
-    return PhaseSettings(exp.pretrain_objective, masking_rate(exp, task), exp.token_weighting, exp.class_weighting,
-                         exp.early_stopping_patience, lora_settings(exp) if method == "lora" else None,
-                         exp.proximity_every_n_steps, exp.log_proximity)
-
-
-@dataclass(frozen=True)
 class PlannedPhase:
-    """One phase, built once: its folder, Trainer arguments, definition, what else it reads (`settings`), and what
-    it trains (`arm` None: SPT). `run_phase` runs it as built."""
+    """One phase, built once: its folder, task, model config, Trainer arguments, definition, resolved settings
+    (`spec`: what it reads besides its Trainer arguments) and what it trains (`arm` None: SPT). `run_phase` runs it
+    as built."""
 
     folder: Path
     task: Task
     config: PreTrainedConfig
     args: TrainingArguments
     definition: dict[str, Any]
-    settings: PhaseSettings
+    spec: PhaseSpec
     init_from: str | Path | None = None
     arm: str | None = None
     init_parts: str | None = None
     freeze_parts: str | None = None
     method: str = "full"
 
+    @property
+    def masking_rate(self) -> float:
+        """The SPT masking rate, as the model card states it (the flag's, else the task preset's)."""
+        return masking_rate(self.spec, self.task)
 
-def pretrain_phase(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments,
-                   folder: Path, init_from: str | Path | None = None) -> PlannedPhase:
+
+def pretrain_phase(task: Task, config: PreTrainedConfig, spec: PhaseSpec, folder: Path,
+                   init_from: str | Path | None = None) -> PlannedPhase:
     """The SPT phase: MLM (or next-token prediction) on `task`'s training inputs, from random init or `init_from`."""
-    args = pretrain_arguments(task, exp, training, folder)
+    args = pretrain_arguments(task, spec, folder)
     return PlannedPhase(folder, task, config, args,
-                        pretrain_definition(task, config, exp.pretrain_objective, args, init_from),
-                        phase_settings(exp, task), init_from)
+                        pretrain_definition(task, config, spec.objective, args, init_from), spec, init_from)
 
 
 def finetune_phase(
-    task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments, folder: Path,
-    arm: str, init_from: str | Path | None = None, init_parts: str | None = None, freeze_parts: str | None = None,
-    epochs: float | None = None, method: str | None = None, source_definition: dict[str, Any] | None = None,
+    task: Task, config: PreTrainedConfig, spec: PhaseSpec, folder: Path, arm: str, init_from: str | Path | None = None,
+    init_parts: str | None = None, freeze_parts: str | None = None, epochs: float | None = None,
+    method: str | None = None, source_definition: dict[str, Any] | None = None,
 ) -> PlannedPhase:
     """A fine-tuning arm: a classifier from `init_from`'s SPT or pretrained weights, or from scratch.
 
     `init_parts` ("qk", "attention,mlp"...): hybrid init, a fresh model given only those parts of
     `init_from`. `freeze_parts`: parts kept at their initial values. `epochs` overrides the
     fine-tuning epochs (the compute-matched scratch arm). `method`: "full" or "lora" (default:
-    `exp.finetune_method`); with LoRA only adapters and the head train (`lora_finetuning.with_adapters`).
+    the spec's `finetune_method`); with LoRA only adapters and the head train (`lora_finetuning.with_adapters`).
     `source_definition`: the definition of the phase `init_from` holds, when this run has yet to train it.
     """
     check_spt_weights_source(init_parts, init_from is not None, "init_parts", "pass init_from, the SPT checkpoint")
-    method = method or exp.finetune_method
-    args = finetune_arguments(task, exp, training, folder, config.num_labels, epochs)
+    method = method or spec.finetune_method
+    args = finetune_arguments(task, spec, folder, config.num_labels, epochs)
     definition = finetune_definition(task, config, arm, args, init_from, init_parts, freeze_parts,
-                                     source_definition=source_definition, settings=finetune_settings(exp, method))
-    return PlannedPhase(folder, task, config, args, definition, phase_settings(exp, task, method), init_from, arm,
-                        init_parts, freeze_parts, method)
+                                     source_definition=source_definition, settings=finetune_settings(spec, method))
+    return PlannedPhase(folder, task, config, args, definition, spec, init_from, arm, init_parts, freeze_parts, method)
 
 
-def arm_phase(arm: Arm, task: Task, config: PreTrainedConfig, model_args: ModelArguments, exp: ExperimentArguments,
-              training: SharedTrainingArguments, folder: Path, checkpoint: str | Path | None = None,
-              source_definition: dict[str, Any] | None = None, epochs: float | None = None,
-              loads_checkpoint_whole: bool = False) -> PlannedPhase:
+def arm_phase(arm: Arm, task: Task, config: PreTrainedConfig, model: ModelSpec, spec: PhaseSpec, folder: Path,
+              checkpoint: str | Path | None = None, source_definition: dict[str, Any] | None = None,
+              epochs: float | None = None, loads_checkpoint_whole: bool = False) -> PlannedPhase:
     """The fine-tuning phase of `arm` in `folder`: from `checkpoint` (the SPT checkpoint of a pretraining arm, whose
     definition is `source_definition` while it is not trained yet), from the model's weights (start "model") or
     from fresh weights of its architecture (start "random"). `loads_checkpoint_whole`: the run does not train the
     checkpoint, so an arm that loads all of it takes its architecture (flags that contradict it are errors).
     `epochs` overrides the fine-tuning epochs (compute-matched arms)."""
-    start_weights = starting_weights(model_args)
-    init_from = checkpoint if arm.pretrain else start_weights if arm.start == "model" else None
+    init_from = checkpoint if arm.pretrain else model.weights if arm.start == "model" else None
     if arm.start == "random":
-        if start_weights is None:
+        if model.weights is None:
             raise UserInputError(f"Arm {arm.name!r} trains a pretrained model's architecture from fresh weights: give "
                                  "the pretrained model with --model_name_or_path (without --from_scratch).")
-        config = build_config(task, replace(model_args, from_scratch=True))
+        config = build_config(task, replace(model, from_scratch=True))
     elif arm.pretrain and arm.init_parts is None and loads_checkpoint_whole:
-        config = fit_to_checkpoint(config, init_from, model_args, task)
-    return finetune_phase(task, config, exp, training, folder, arm.name, init_from, arm.init_parts, arm.freeze_parts,
+        config = fit_to_checkpoint(config, init_from, model, task)
+    return finetune_phase(task, config, spec, folder, arm.name, init_from, arm.init_parts, arm.freeze_parts,
                           epochs, arm.method, source_definition)
-
-
-def pretrain(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments,
-             folder: Path, init_from: str | Path | None = None) -> dict[str, Any]:
-    """Run the SPT phase (`pretrain_phase`); keeps the best-validation model in `folder`."""
-    return run_phase(pretrain_phase(task, config, exp, training, folder, init_from))
-
-
-def finetune(task: Task, config: PreTrainedConfig, exp: ExperimentArguments, training: SharedTrainingArguments,
-             folder: Path, arm: str, **options: Any) -> dict[str, Any]:
-    """Run a fine-tuning arm (`finetune_phase`, with its `options`) and test its best checkpoint."""
-    return run_phase(finetune_phase(task, config, exp, training, folder, arm, **options))
 
 
 def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
@@ -175,20 +138,20 @@ def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
 
 
 def _run_pretrain(phase: PlannedPhase) -> dict[str, Any]:
-    task, args, folder, settings = phase.task, phase.args, phase.folder, phase.settings
+    task, args, folder, spec = phase.task, phase.args, phase.folder, phase.spec
     with _recorded(folder, phase.definition):
         set_seed(args.seed)
-        model = pretraining_model(phase.config, settings.objective, phase.init_from, args.use_hub_kernels)
+        model = pretraining_model(phase.config, spec.objective, phase.init_from, args.use_hub_kernels)
         trainer = PretrainTrainer(
             model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer,
-            data_collator=pretraining_collator(task.tokenizer, settings.objective),
+            data_collator=pretraining_collator(task.tokenizer, spec.objective),
         )
-        _attach_probes(trainer, task, settings)
-        clock = _train(trainer, folder)
+        _attach_probes(trainer, task, spec)
+        clock = train_resuming(trainer, folder)
     metrics = trainer.evaluate()
-    card = phase_card_data(task, model.config, settings.objective, settings.mlm_probability, "pretrain", args,
+    card = phase_card_data(task, model.config, spec.objective, phase.masking_rate, "pretrain", args,
                            phase.init_from, pretrain_epochs=trainer.state.epoch,
-                           extra_training={"token_weighting": settings.token_weighting})
+                           extra_training={"token_weighting": spec.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
                                      "epochs": trainer.state.epoch, "steps": trainer.state.global_step,
                                      "seconds": clock.seconds(), "train_sampling_strategy": args.train_sampling_strategy,
@@ -198,7 +161,7 @@ def _run_pretrain(phase: PlannedPhase) -> dict[str, Any]:
 
 def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
     task, args, folder, init_from, init_parts = phase.task, phase.args, phase.folder, phase.init_from, phase.init_parts
-    settings = phase.settings
+    spec = phase.spec
     with _recorded(folder, phase.definition):
         set_seed(args.seed)
         loaded = None  # hybrid init: the keys taken from init_from, by part and layer
@@ -210,14 +173,14 @@ def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
         if phase.freeze_parts is not None:
             freeze_model_parts(model, phase.freeze_parts)
         if phase.method == "lora":
-            model = with_adapters(model, settings.lora, folder)
+            model = with_adapters(model, spec.lora, folder)
         trainer = FinetuneTrainer(
             model, args, task.dataset["train"], task.dataset["validation"], processing_class=task.tokenizer
         )
-        if settings.early_stopping_patience is not None:  # its counter is saved in checkpoints: a resumed run keeps it
-            trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=settings.early_stopping_patience))
-        _attach_probes(trainer, task, settings)
-        clock = _train(trainer, folder)
+        if spec.early_stopping_patience is not None:  # its counter is saved in checkpoints: a resumed run keeps it
+            trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=spec.early_stopping_patience))
+        _attach_probes(trainer, task, spec)
+        clock = train_resuming(trainer, folder)
     # Training has ended: early stopping judges no more evaluations (on the test metrics it would warn that
     # eval_accuracy is missing and early stopping is disabled, which reads as if it had been off all along).
     trainer.remove_callback(EarlyStoppingCallback)
@@ -230,29 +193,29 @@ def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
               **({"data_notes": task.data_notes} if task.data_notes else {})}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
-    card = phase_card_data(task, model.config, settings.objective, settings.mlm_probability, phase.arm, args,
+    card = phase_card_data(task, model.config, spec.objective, phase.masking_rate, phase.arm, args,
                            init_from, pretrain_epochs=(source_phase or {}).get("epochs"),
-                           extra_training={"class_weighting": settings.class_weighting}, init_parts=init_parts,
+                           extra_training={"class_weighting": spec.class_weighting}, init_parts=init_parts,
                            freeze_parts=phase.freeze_parts,
                            pretraining_data=(source_phase or {}).get("pretraining_data"),
                            loaded=loaded, adapter=adapter_provenance(model, folder) if phase.method == "lora" else None)
     return _finish(trainer, folder, result, card)
 
 
-def finetune_settings(exp: ExperimentArguments, method: str) -> dict[str, Any]:
+def finetune_settings(spec: PhaseSpec, method: str) -> dict[str, Any]:
     """What defines a fine-tuning arm besides its Trainer arguments: the method (with LoRA's settings) and
     early stopping."""
-    settings: dict[str, Any] = {"finetune_method": method, "early_stopping_patience": exp.early_stopping_patience}
+    settings: dict[str, Any] = {"finetune_method": method, "early_stopping_patience": spec.early_stopping_patience}
     if method == "lora":
-        settings["lora"] = lora_settings(exp)
+        settings["lora"] = dict(spec.lora)
     return settings
 
 
-def _attach_probes(trainer, task: Task, settings: PhaseSettings) -> None:
+def _attach_probes(trainer, task: Task, spec: PhaseSpec) -> None:
     """With --log_proximity, log proximity scores of the first validation inputs during training."""
-    if settings.log_proximity:
+    if spec.log_proximity:
         probe = task.dataset["validation"]["input_ids"][:PROXIMITY_PROBE_SIZE]
-        ProximityCallback.attach(trainer, probe, every_n_steps=settings.proximity_every_n_steps)
+        ProximityCallback.attach(trainer, probe, every_n_steps=spec.proximity_every_n_steps)
 
 
 def _finished(folder: Path) -> dict[str, Any] | None:
@@ -279,43 +242,6 @@ def _recorded(folder: Path, definition: dict[str, Any]) -> Iterator[None]:
         raise
 
 
-def _train(trainer, folder: Path) -> ElapsedTime:
-    """Train, resuming from the folder's newest complete checkpoint if an earlier run was interrupted;
-    returns the phase's clock, which counts the earlier sessions too. A checkpoint written when training had
-    ended (its last step, or early stopping's) is not trained from: the run was killed before its record, and
-    transformers would train one step past max_steps (or one more epoch) on resuming it (`_end_at`)."""
-    checkpoint = resume_checkpoint(folder)
-    clock = ElapsedTime.from_checkpoint(checkpoint)
-    trainer.add_callback(clock)
-    trainer.add_callback(StepTimeEstimate())
-    state = TrainerState.load_from_json(str(checkpoint / TRAINER_STATE_NAME)) if checkpoint is not None else None
-    if state is not None and _training_ended(state):
-        _end_at(trainer, checkpoint, state)
-    else:
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
-    return clock
-
-
-def _training_ended(state: TrainerState) -> bool:
-    """Whether a checkpoint's state was saved when training ended: at its last step, or with the Trainer told to
-    stop."""
-    control = (state.stateful_callbacks or {}).get("TrainerControl", {}).get("args", {})
-    return 0 < state.max_steps <= state.global_step or bool(control.get("should_training_stop"))
-
-
-def _end_at(trainer, checkpoint: Path, state: TrainerState) -> None:
-    """What `Trainer.train` does once its loop ends, from a checkpoint saved at that end (`state`, its trainer
-    state): the state, and the best-validation weights (or the checkpoint's), with the closing summary logged as
-    `train` logs it."""
-    trainer.state = state
-    if trainer.args.load_best_model_at_end and trainer.state.best_model_checkpoint is not None:
-        trainer.state.best_model_checkpoint = str(checkpoint.parent / Path(trainer.state.best_model_checkpoint).name)
-        trainer._load_best_model()
-    else:
-        trainer._load_from_checkpoint(str(checkpoint))
-    trainer.log({"train_runtime": 0.0, "total_flos": trainer.state.total_flos, "resumed_at_end": checkpoint.name})
-
-
 def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardData | None = None) -> dict[str, Any]:
     result = {**result, **run_provenance()}  # every phase.json, so every row built from one, says what code made it
     if card is not None:  # the card gets the phase's metrics; with --push_to_hub, save_model pushes it too
@@ -329,6 +255,5 @@ def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardDat
     return result
 
 
-__all__ = ["LOG_HISTORY_NAME", "PhaseSettings", "lora_settings", "phase_settings", "PlannedPhase", "pretrain_phase", "finetune_phase", "arm_phase", "finetune_settings",
-           "run_phase",
-           "pretrain", "finetune"]
+__all__ = ["LOG_HISTORY_NAME", "PlannedPhase", "pretrain_phase", "finetune_phase", "arm_phase", "finetune_settings",
+           "run_phase"]

@@ -18,7 +18,7 @@ trains before it starts.
 from __future__ import annotations
 
 import shutil
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +31,15 @@ from ..runs.hub import check_hub_ready
 from ..runs.phase_definition import check_phase_folders
 from ..tasks import Task, load_task, task_preset
 from ..tasks.registry import check_task_options
-from ..value_checks import check_declared
-from .arguments import (CUSTOM_DATA_FIELDS, TRANSFORMERS_RANGES, DataArguments, ExperimentArguments, ModelArguments,
-                        SharedTrainingArguments)
-from .lora_finetuning import check_lora_ready
-from .model_config import build_config, check_model_settings, starting_weights
-from .modes import MODES, PRETRAIN_FOLDER
+from ..training.lora import require_peft
+from .arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from .model_config import build_config, check_model_settings
+from .modes import MODES, PRETRAIN_FOLDER, uses_lora
 from .phase_arguments import check_trainer_settings
 from .phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
 from .run_plan import announce_plan
 from .run_results import listed_arms, write_results
+from .run_spec import RunSpec, TaskRequest, resolve_run
 
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")
 
@@ -66,75 +65,48 @@ def fit_lengths(task: Task, max_length: int, truncation: bool) -> Task:
     return task
 
 
-def task_options(data_args: DataArguments, task_name: str) -> dict[str, Any]:
-    """Builder options: --task_options, the custom-data flags for `custom`, and the preprocessing workers."""
-    options = dict(data_args.task_options)
-    if task_name == "custom":  # a flag left at its default keeps --task_options' value (a grid's task gives files so)
-        for name in CUSTOM_DATA_FIELDS:
-            value = getattr(data_args, name)
-            if value == DataArguments.__dataclass_fields__[name].default and name in options:
-                continue
-            if name in options and options[name] != value:
-                raise UserInputError(f"--{name} {value!r} and --task_options' {name} {options[name]!r} disagree: give "
-                                     "one of them.")
-            options[name] = value
-        if data_args.max_length is not None:  # the length is given, so the files' longest example sets nothing
-            options.setdefault("max_implied_length", None)
-    if data_args.preprocessing_num_workers is not None:
-        options["num_proc"] = data_args.preprocessing_num_workers
-    return options
-
-
-def prepare_task(data_args: DataArguments, seed: int) -> Task:
-    """Load the task named in `data_args` and make its sequences fit the model."""
-    task = load_task(data_args.task, data_dir=data_args.data_dir, seed=seed, **task_options(data_args, data_args.task))
-    max_length = task.preset.max_length if data_args.max_length is None else data_args.max_length
+def prepare_task(request: TaskRequest, seed: int) -> Task:
+    """Build the task `request` names and make its sequences fit the model."""
+    task = load_task(request.name, data_dir=request.data_dir, seed=seed, **request.options)
+    max_length = task.preset.max_length if request.max_length is None else request.max_length
     task.preset = replace(task.preset, max_length=max_length)
-    return fit_lengths(task, max_length, data_args.truncation)
+    return fit_lengths(task, max_length, request.truncation)
 
 
-def prepare_pretrain_task(data_args: DataArguments, task: Task, seed: int) -> Task:
+def prepare_pretrain_task(request: TaskRequest, task: Task, seed: int) -> Task:
     """Cross-task SPT: the `--pretrain_task` inputs, fitted to `task`'s length; its vocabulary must be `task`'s."""
-    options = dict(data_args.pretrain_task_options)
-    if data_args.pretrain_task == "custom":  # fitted to `task`'s length below, so its own longest example sets nothing
-        options.setdefault("max_implied_length", None)
-    if data_args.preprocessing_num_workers is not None:
-        options["num_proc"] = data_args.preprocessing_num_workers
-    source = load_task(data_args.pretrain_task, data_dir=data_args.pretrain_data_dir, seed=seed, **options)
+    source = load_task(request.name, data_dir=request.data_dir, seed=seed, **request.options)
     if source.tokenizer.get_vocab() != task.tokenizer.get_vocab():
         raise UserInputError(
             f"--pretrain_task {source.name!r} has a different vocabulary ({len(source.tokenizer)} tokens) from --task "
             f"{task.name!r} ({len(task.tokenizer)} tokens), so its SPT weights cannot serve it. Pair tasks with one "
             "vocabulary: pathfinder/pathx/image (256 pixel values), text/retrieval/custom (bytes)."
         )
-    return fit_lengths(source, task.preset.max_length, data_args.truncation)
+    return fit_lengths(source, task.preset.max_length, request.truncation)
 
 
-def check_run_settings(
-    data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, training: SharedTrainingArguments,
-    phases: tuple[str, ...] | None = None, trainer_arguments: bool = True,
-) -> None:
+def trained_phases(mode: str) -> tuple[str, ...]:
+    """The phases `mode` trains, in order: "pretrain" when it pretrains, "finetune" when it has arms."""
+    return ("pretrain",) * MODES[mode].pretrains + ("finetune",) * bool(MODES[mode].arms)
+
+
+def check_run(run: RunSpec, phases: tuple[str, ...] | None = None, trainer_arguments: bool = True) -> None:
     """Everything the settings of a run must satisfy, checked before any data is built (and by every `--dry_run`):
-    each group's declared ranges and choices (again: a program may have changed a value since it built the group),
     the task options against their builder's declaration, the model config and its models built on the meta
     device from the flags (`model_config.check_model_settings`), and (`trainer_arguments`) the Trainer arguments
-    and reporters of the `phases` that train (default: `exp.mode`'s) as transformers builds them
+    and reporters of the `phases` that train (default: the mode's) as transformers builds them
     (`check_trainer_settings`). Building Trainer arguments sets up the process's distributed state, so a grid,
-    whose runner sets that state up itself, checks them once it has (`suites.grid.check_trainer_settings_of`)."""
-    for group in (data_args, model_args, exp):
-        check_declared(group)
-    check_declared(training, TRANSFORMERS_RANGES)
-    mode = MODES[exp.mode]
-    if phases is None:
-        phases = ("pretrain",) * mode.pretrains + ("finetune",) * bool(mode.arms)
-    check_task_options(data_args.task, task_options(data_args, data_args.task))
-    if "pretrain" in phases and data_args.pretrain_task:
-        check_task_options(data_args.pretrain_task, data_args.pretrain_task_options)
-    check_model_settings(model_args, data_args.task, data_args.max_length,
-                         exp.pretrain_objective if "pretrain" in phases else None)
+    whose runner sets that state up itself, checks them once it has (`suites.grid.check_trainer_settings_of`).
+    Each group's declared ranges were checked when the run was resolved (`run_spec.resolve_run`)."""
+    phases = trained_phases(run.mode) if phases is None else phases
+    check_task_options(run.task.name, run.task.options)
+    if "pretrain" in phases and run.pretrain_task is not None:
+        check_task_options(run.pretrain_task.name, run.pretrain_task.options)
+    check_model_settings(run.model, run.task.name, run.task.max_length,
+                         run.pretrain.objective if "pretrain" in phases else None)
     if trainer_arguments:
-        check_trainer_settings(exp, training, task_preset(data_args.task).batch_size, Path(training.output_dir),
-                               phases)
+        check_trainer_settings([run.phase(phase) for phase in phases], task_preset(run.task.name).batch_size,
+                               run.output_dir)
 
 
 def clear_phase_folders(folders: list[Path]) -> None:
@@ -145,53 +117,46 @@ def clear_phase_folders(folders: list[Path]) -> None:
     PartialState().wait_for_everyone()
 
 
-def plan_run(
-    task: Task, source: Task, config: PreTrainedConfig, model_args: ModelArguments, exp: ExperimentArguments,
-    training: SharedTrainingArguments,
-) -> list[PlannedPhase]:
-    """The phases of `exp.mode` (`modes.MODES`), in order, each built once (transformers validates the arguments):
-    the pretraining phase on `source` (from the model's weights, random without them), then the mode's arms on
-    `task` (`arms.arm_phase`), its pretraining arms from `--init_from` or this run's pretraining, with `--init_parts`,
-    and every arm with `--freeze_parts`."""
-    mode, output_dir = MODES[exp.mode], Path(training.output_dir)
+def plan_run(task: Task, source: Task, config: PreTrainedConfig, run: RunSpec) -> list[PlannedPhase]:
+    """The phases of the run's mode (`modes.MODES`), in order, each built once (transformers validates the
+    arguments): the pretraining phase on `source` (from the model's weights, random without them), then the mode's
+    arms on `task` (`phases.arm_phase`), its pretraining arms from `--init_from` or this run's pretraining, with
+    `--init_parts`, and every arm with `--freeze_parts`."""
+    mode = MODES[run.mode]
     phases, pretrained = [], None  # pretrained: this run's pretraining definition, the start of its spt arm
     if mode.pretrains:
-        phases.append(pretrain_phase(source, config, exp, training, output_dir / PRETRAIN_FOLDER,
-                                     starting_weights(model_args)))
+        phases.append(pretrain_phase(source, config, run.pretrain, run.output_dir / PRETRAIN_FOLDER,
+                                     run.model.weights))
         pretrained = phases[-1].definition
-    checkpoint = exp.init_from or output_dir / PRETRAIN_FOLDER
+    checkpoint = run.init_from or run.output_dir / PRETRAIN_FOLDER
     for arm in mode.arms:
-        arm = replace(arm, init_parts=exp.init_parts if arm.pretrain else None, freeze_parts=exp.freeze_parts)
-        phases.append(arm_phase(arm, task, config, model_args, exp, training, output_dir / arm.name,
+        arm = replace(arm, init_parts=run.init_parts if arm.pretrain else None, freeze_parts=run.freeze_parts)
+        phases.append(arm_phase(arm, task, config, run.model, run.finetune, run.output_dir / arm.name,
                                 checkpoint if arm.pretrain else None, pretrained if arm.pretrain else None,
                                 loads_checkpoint_whole=not mode.pretrains))
     return phases
 
 
-def plan_experiment(
-    data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, training: SharedTrainingArguments
-) -> tuple[Task, list[PlannedPhase]]:
-    """Check the settings, build the task and plan every phase of the run (`plan_run`), training nothing."""
-    check_run_settings(data_args, model_args, exp, training)
-    if training.push_to_hub:
-        check_hub_ready(training.hub_model_id)  # fail now, not after training
-    check_lora_ready(exp)
-    task = prepare_task(data_args, training.seed)
-    config = build_config(task, model_args)
-    other_source = MODES[exp.mode].pretrains and data_args.pretrain_task
-    source = prepare_pretrain_task(data_args, task, training.seed) if other_source else task
-    return task, plan_run(task, source, config, model_args, exp, training)
+def plan_experiment(run: RunSpec) -> tuple[Task, list[PlannedPhase]]:
+    """Check the run, build its task and plan every phase (`plan_run`), training nothing: (the task, the phases)."""
+    check_run(run)
+    if run.push_to_hub:
+        check_hub_ready(run.hub_model_id)  # fail now, not after training
+    if uses_lora(run.mode, run.finetune.finetune_method):
+        require_peft()
+    task = prepare_task(run.task, run.seed)
+    config = build_config(task, run.model)
+    other_source = MODES[run.mode].pretrains and run.pretrain_task is not None
+    source = prepare_pretrain_task(run.pretrain_task, task, run.seed) if other_source else task
+    return task, plan_run(task, source, config, run)
 
 
-@locks_output_dir(lambda data_args, model_args, exp, training: training.output_dir)
-def run_experiment(
-    data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments, training: SharedTrainingArguments
-) -> dict[str, Any]:
-    """Plan the phases `exp.mode` asks for (`plan_run`), check every phase folder before any phase trains (a
-    re-run defined otherwise stops here), run them, and return (and write, on the main process) the results."""
-    task, phases = plan_experiment(data_args, model_args, exp, training)  # a wrong request fails before deletion
-    output_dir = Path(training.output_dir)
-    if training.overwrite_output_dir:
+@locks_output_dir(lambda run: run.output_dir)
+def run_planned(run: RunSpec) -> dict[str, Any]:
+    """Plan the phases of `run` (`plan_experiment`), check every phase folder before any phase trains (a re-run
+    defined otherwise stops here), run them, and return (and write, on the main process) the results."""
+    task, phases = plan_experiment(run)  # a wrong request fails before any deletion
+    if run.overwrite_output_dir:
         clear_phase_folders([phase.folder for phase in phases])
     check_phase_folders((phase.folder, phase.definition) for phase in phases)
     state = PartialState()
@@ -201,17 +166,24 @@ def run_experiment(
     state.wait_for_everyone()
     pretrain_result = next((result for phase, result in zip(phases, results) if phase.arm is None), None)
     arms = [result for phase, result in zip(phases, results) if phase.arm is not None]
-    arms = listed_arms(output_dir, arms, task, training.seed, pretrain_result)  # and the other finished arms on disk
+    arms = listed_arms(run.output_dir, arms, task, run.seed, pretrain_result)  # and the other finished arms on disk
     # the model as trained (its saved config), never as the flags asked for it
     trained = read_json(phases[-1].folder / "config.json")
-    extra = {"mode": exp.mode, "seed": training.seed, "world_size": state.num_processes, "model": trained,
-             "experiment": asdict(exp), "training": training.given(), "data": asdict(data_args)}
+    extra = {"mode": run.mode, "seed": run.seed, "world_size": state.num_processes, "model": trained,
+             **run.recorded}
     if pretrain_result is not None:
         extra["pretrain"] = pretrain_result
     if state.is_main_process:
-        write_results(output_dir, task.name, arms, extra)
+        write_results(run.output_dir, task.name, arms, extra)
     return {"task": task.name, "arms": arms, **extra}
 
 
-__all__ = ["prepare_task", "prepare_pretrain_task", "task_options", "fit_lengths", "check_run_settings", "plan_run",
-           "clear_phase_folders", "run_experiment"]
+def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments,
+                   training: SharedTrainingArguments) -> dict[str, Any]:
+    """`run_spt.py`'s run from its four argument groups: resolved once (`run_spec.resolve_run`), then run
+    (`run_planned`)."""
+    return run_planned(resolve_run(data_args, model_args, exp, training))
+
+
+__all__ = ["prepare_task", "prepare_pretrain_task", "fit_lengths", "trained_phases", "check_run", "plan_run",
+           "clear_phase_folders", "plan_experiment", "run_planned", "run_experiment"]

@@ -26,9 +26,9 @@ from transformers import PreTrainedConfig
 
 from ..tasks import Task
 from ..training.model_factory import classification_model
-from .arguments import ExperimentArguments, SharedTrainingArguments
-from .phase_arguments import accelerator_available
+from ..training.arguments import accelerator_available
 from .phases import PlannedPhase
+from .run_spec import PhaseSpec
 
 GPU_SIZED_FLOPS = 1e12
 """Training FLOPs of one optimizer step above which a CPU run is warned (see the module docstring)."""
@@ -46,17 +46,16 @@ def phase_steps(rows: int, batch: int, epochs: float, max_steps: int | None, acc
     return per_epoch, max_steps if max_steps and max_steps > 0 else math.ceil(epochs * per_epoch)
 
 
-def spt_step_budget(train_rows: int, is_pair: bool, preset_batch: int, exp: ExperimentArguments,
-                    training: SharedTrainingArguments) -> dict[str, int]:
+def spt_step_budget(train_rows: int, is_pair: bool, preset_batch: int, pretrain: PhaseSpec,
+                    finetune: PhaseSpec) -> dict[str, int]:
     """The SPT arm's optimizer steps: its pretraining (a pair task pretrains on both sequences of every row) and
     its fine-tuning budget; with `finetune_steps_per_epoch`, to turn the sum into the compute-matched arm's epochs."""
-    def steps(phase: str, rows: int) -> tuple[int, int]:
-        batch = exp.phase_setting(training, phase, "batch_size") or preset_batch
-        return phase_steps(rows, batch, exp.phase_setting(training, phase, "epochs"),
-                           exp.phase_setting(training, phase, "max_steps"), training.gradient_accumulation_steps)
+    def steps(spec: PhaseSpec, rows: int) -> tuple[int, int]:
+        return phase_steps(rows, spec.batch_size or preset_batch, spec.epochs, spec.max_steps,
+                           spec.trainer["gradient_accumulation_steps"])
 
-    _, pretrain_steps = steps("pretrain", train_rows * (2 if is_pair else 1))
-    per_epoch, finetune_steps = steps("finetune", train_rows)
+    _, pretrain_steps = steps(pretrain, train_rows * (2 if is_pair else 1))
+    per_epoch, finetune_steps = steps(finetune, train_rows)
     return {"pretrain": pretrain_steps, "finetune": finetune_steps, "finetune_steps_per_epoch": per_epoch}
 
 
@@ -85,7 +84,7 @@ def plan_phases(phases: Sequence[PlannedPhase], world_size: int = 1) -> list[Pha
                                        args.gradient_accumulation_steps)
         plans.append(PhasePlan(phase.folder.name, rows, batch, per_epoch, steps,
                                None if args.max_steps > 0 else args.num_train_epochs,
-                               not pretraining and phase.settings.early_stopping_patience is not None))
+                               not pretraining and phase.spec.early_stopping_patience is not None))
     return plans
 
 

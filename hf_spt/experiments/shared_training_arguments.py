@@ -15,6 +15,7 @@ from transformers import TrainingArguments
 
 from ..errors import UserInputError
 from ..runs.folder import check_output_folder
+from ..training.arguments import FinetuneArguments, PretrainArguments
 from ..training.metrics import SHIPPED_METRICS
 from ..value_checks import MAX_STEPS, NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, check_declared
 from .declarations import declared, field_default, redacted
@@ -52,10 +53,12 @@ class SharedTrainingArguments(TrainingArguments):
     optim: str = _setting("adamw_torch", "Optimizer of both phases.")
     warmup_steps: float = _setting(0.1, "Linear warm-up: steps, or a fraction of all steps (<1).", range=NON_NEGATIVE)
     learning_rate: float | None = _setting(
-        None, "Peak learning rate of both phases (default: 1e-3; --pretrain_/--finetune_learning_rate win).",
+        None, f"Peak learning rate of both phases (default: {PretrainArguments.learning_rate:g} pretraining, "
+        f"{FinetuneArguments.learning_rate:g} fine-tuning; --pretrain_/--finetune_learning_rate win).",
         range=POSITIVE)
     num_train_epochs: float | None = _setting(
-        None, "Epochs of both phases (default: 25 pretraining, 4 fine-tuning; --pretrain_/--finetune_epochs win).",
+        None, f"Epochs of both phases (default: {PretrainArguments.num_train_epochs:g} pretraining, "
+        f"{FinetuneArguments.num_train_epochs:g} fine-tuning; --pretrain_/--finetune_epochs win).",
         range=POSITIVE)
     per_device_train_batch_size: int | None = _setting(
         None, "Batch size of both phases (default: the task preset; --pretrain_/--finetune_batch_size win).",

@@ -2,7 +2,8 @@
 
 `PretrainArguments`: the self-pretraining phase (masked-token reconstruction on the task's own
 inputs). `FinetuneArguments`: the fine-tuning phase (sequence classification on its labels).
-Each states its changed defaults outright.
+Each states its changed defaults outright, the device defaults included (`DeviceDefaults`), so the
+trainers used as a library behave as a `run_spt.py` run does.
 """
 
 from __future__ import annotations
@@ -10,7 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from transformers import TrainingArguments
+
+from ..errors import UserInputError
+
+GPU_PAD_MULTIPLE = 8
+"""Batch widths on an accelerator: a multiple of 8 keeps tensor-core and fused attention kernels on aligned shapes
+(LRA's lengths vary: 99 widths in 100 ListOps batches, 77% of them not a multiple of 8)."""
+
+
+def accelerator_available(args: TrainingArguments) -> bool:
+    """Whether the Trainer will run on an accelerator (a GPU, MPS...), which pinned memory speeds up."""
+    return not args.use_cpu and torch.accelerator.is_available()
 
 
 def use_hub_kernels_field() -> Any:
@@ -28,8 +41,8 @@ def pad_to_multiple_of_field() -> Any:
         default=None,
         metadata={"help": "Pad a padded batch's width up to a multiple of this (8 or 64: shapes GPU kernels prefer, "
                   "fewer distinct widths), never past the model's positions; equal rows keep theirs; the same tokens "
-                  "are masked whatever the multiple. None: the longest row's width. Larger than the positions: an "
-                  "error."},
+                  "are masked whatever the multiple. None: 8 on an accelerator, the longest row's width on a CPU "
+                  "(`DeviceDefaults`; 1 keeps the longest row's everywhere). Larger than the positions: an error."},
     )
 
 
@@ -41,6 +54,37 @@ def padding_free_field() -> Any:
                   "model on torch_varlen (core torch's kernel, chosen for sdpa models; CUDA with bf16/fp16, else a "
                   "block-diagonal SDPA fallback that the run names) or flash_attention_2 on a GPU."},
     )
+
+
+class DeviceDefaults:
+    """Mixin of both phases' arguments: the defaults that depend on the device, resolved before transformers
+    validates the rest. On an accelerator, data loaders pin memory (`dataloader_pin_memory` None), batches are
+    copied without blocking the host (`accelerator_config` None: Accelerate's `non_blocking`) and padded widths are
+    a multiple of `GPU_PAD_MULTIPLE` (`pad_to_multiple_of` None); on a CPU-only machine none of them (PyTorch
+    would warn at every evaluation, and wider batches only cost time). `bf16` without an accelerator asks for
+    `use_cpu` (transformers then autocasts on the CPU); `fp16` without one is an error, as it would do nothing.
+    A value given wins."""
+
+    def __post_init__(self):
+        on_cpu = not accelerator_available(self)
+        if self.fp16 and on_cpu:
+            raise UserInputError("--fp16 needs a GPU; on this CPU-only machine it would be recorded and do nothing. "
+                                 "Use --bf16 (linear layers in bfloat16, attention in float32: docs/performance.md) "
+                                 "or neither.")
+        if self.bf16 and on_cpu:
+            self.use_cpu = True
+        if self.dataloader_pin_memory is None:
+            self.dataloader_pin_memory = not on_cpu
+        if self.pad_to_multiple_of is None and not on_cpu:
+            self.pad_to_multiple_of = GPU_PAD_MULTIPLE
+        if self.accelerator_config is None and not on_cpu:
+            self.accelerator_config = {"non_blocking": True}
+        super().__post_init__()
+
+
+def pin_memory_field() -> Any:
+    """The `dataloader_pin_memory` field of both phases (`DeviceDefaults`)."""
+    return field(default=None, metadata={"help": "Pin data-loader memory (None: only with an accelerator)."})
 
 
 class SecretFreePickle:
@@ -57,7 +101,7 @@ class SecretFreePickle:
 
 
 @dataclass
-class PretrainArguments(SecretFreePickle, TrainingArguments):
+class PretrainArguments(DeviceDefaults, SecretFreePickle, TrainingArguments):
     """`TrainingArguments` for the pretraining (SPT) phase, plus the masking options.
 
     Changed defaults (so the best-validation checkpoint is what fine-tuning starts from, as in
@@ -101,10 +145,11 @@ class PretrainArguments(SecretFreePickle, TrainingArguments):
     padding_free: bool = padding_free_field()
     use_hub_kernels: bool = use_hub_kernels_field()
     pad_to_multiple_of: int | None = pad_to_multiple_of_field()
+    dataloader_pin_memory: bool | None = pin_memory_field()
 
 
 @dataclass
-class FinetuneArguments(SecretFreePickle, TrainingArguments):
+class FinetuneArguments(DeviceDefaults, SecretFreePickle, TrainingArguments):
     """`TrainingArguments` for classification fine-tuning.
 
     Changed defaults: `eval_strategy="epoch"`, `save_strategy="epoch"`, `logging_strategy="epoch"`,
@@ -130,6 +175,7 @@ class FinetuneArguments(SecretFreePickle, TrainingArguments):
     padding_free: bool = padding_free_field()
     use_hub_kernels: bool = use_hub_kernels_field()
     pad_to_multiple_of: int | None = pad_to_multiple_of_field()
+    dataloader_pin_memory: bool | None = pin_memory_field()
 
 
-__all__ = ["use_hub_kernels_field", "pad_to_multiple_of_field", "padding_free_field", "SecretFreePickle", "PretrainArguments", "FinetuneArguments"]
+__all__ = ["GPU_PAD_MULTIPLE", "accelerator_available", "DeviceDefaults", "pin_memory_field", "use_hub_kernels_field", "pad_to_multiple_of_field", "padding_free_field", "SecretFreePickle", "PretrainArguments", "FinetuneArguments"]

@@ -37,7 +37,7 @@ from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining
 from .paired_seeds import paired_difference, seed_pool
 from .seed_tables import mean_std
-from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, experiment_arguments, parse_grid, pretrain_jobs
+from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, parse_grid, pretrain_jobs
 from .run_records import read_record
 
 
@@ -98,7 +98,7 @@ class _Tokens:
 
     def per_epoch(self, task_key: str, seed: int) -> int:
         if (task_key, seed) not in self.counts:
-            task, _ = prepare_unit(self.grid, task_key, seed, None, self.tasks)
+            task = prepare_unit(self.grid, task_key, seed, None, self.tasks)[0]
             self.counts[task_key, seed] = sum(input_lengths(task.dataset["train"]))
         return self.counts[task_key, seed]
 
@@ -137,9 +137,8 @@ def checkpoint_rows(grid: Grid, num_examples: int = 256) -> list[dict[str, Any]]
             continue
         probe = read_json(job.folder(grid) / PROBE_NAME)
         if probe is None or probe.get("num_examples_asked") != num_examples:
-            task, _ = prepare_unit(grid, job.task, job.seed, job.num_layers, tokens.tasks)
-            exp, _ = experiment_arguments(grid, job.seed, job.task)
-            probe = {**probe_checkpoint(job.folder(grid), task, masking_rate(exp, task), num_examples=num_examples,
+            task, _, run = prepare_unit(grid, job.task, job.seed, job.num_layers, tokens.tasks)
+            probe = {**probe_checkpoint(job.folder(grid), task, masking_rate(run.pretrain, task), num_examples=num_examples,
                                         seed=job.seed), "num_examples_asked": num_examples}
             write_json(job.folder(grid) / PROBE_NAME, probe)
         rows.append({"config": job.task, "seed": job.seed, "pretrain_epochs": job.epochs, "num_layers": job.num_layers,

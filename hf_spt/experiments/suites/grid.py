@@ -28,7 +28,8 @@ from ..arguments import DataArguments, ExperimentArguments, ModelArguments, Shar
 from ..arms import Arm
 from ..model_config import check_model_settings
 from ..phase_arguments import check_trainer_settings
-from ..pipeline import check_run_settings
+from ..pipeline import check_run
+from ..run_spec import ModelSpec, RunSpec, resolve_run
 from ..settings_files import check_setting_types, read_settings_file
 
 CELLS_DIR = "cells"
@@ -143,12 +144,9 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     grid = Grid(**raw)
     for key, spec in {**grid.pretrain_tasks, **grid.tasks}.items():  # every unit's settings, before any unit runs
         try:
-            data = DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options,
-                                 max_length=spec.max_length)
-            check_run_settings(data, model_arguments(grid, key, None), *experiment_arguments(grid, grid.seeds[0], key),
-                               phases=("pretrain", "finetune"), trainer_arguments=False)
+            check_run(unit_run(grid, grid.seeds[0], key), phases=("pretrain", "finetune"), trainer_arguments=False)
             for arm in (arm for arm in grid.arms if arm.model):
-                check_model_settings(model_arguments(grid, key, None, arm), spec.task, spec.max_length)
+                check_model_settings(unit_model(grid, key, None, arm), spec.task, spec.max_length)
         except UserInputError as error:
             raise UserInputError(f"{source}: task {key!r}: {error}") from None
     names = [arm.name for arm in grid.arms]
@@ -167,10 +165,10 @@ def check_trainer_settings_of(grid: Grid) -> None:
     check_trainer_settings`), before any data: the part of `pipeline.check_run_settings` that `parse_grid` leaves
     to the grid runner (`grid_runner.run_grid`, once it has set up the ranks' distributed state) and to the dry runs."""
     for key, spec in {**grid.pretrain_tasks, **grid.tasks}.items():
-        exp, training = experiment_arguments(grid, grid.seeds[0], key)
+        run = unit_run(grid, grid.seeds[0], key)
         try:
-            check_trainer_settings(exp, training, task_preset(spec.task).batch_size, Path(grid.output_dir),
-                                   ("pretrain", "finetune"))
+            check_trainer_settings((run.pretrain, run.finetune), task_preset(spec.task).batch_size,
+                                   Path(grid.output_dir))
         except UserInputError as error:
             raise UserInputError(f"grid task {key!r}: {error}") from None
 
@@ -208,21 +206,31 @@ class Cell:
         return Path(grid.output_dir) / CELLS_DIR / self.task / self.arm / f"seed{self.seed}"
 
 
-def experiment_arguments(grid: Grid, seed: int, task_key: str) -> tuple[ExperimentArguments, SharedTrainingArguments]:
-    """The grid's experiment settings (the task's over the grid's) for `seed`, split into experiment and
-    TrainingArguments settings."""
-    own = {f.name for f in fields(ExperimentArguments)}
-    settings = {**grid.experiment, **grid.task_spec(task_key).experiment, "output_dir": grid.output_dir, "seed": seed}
-    return (ExperimentArguments(**{k: v for k, v in settings.items() if k in own}),
-            SharedTrainingArguments(**{k: v for k, v in settings.items() if k not in own}))
-
-
-def model_arguments(grid: Grid, task_key: str, num_layers: int | None, arm: Arm | None = None) -> ModelArguments:
+def _model_values(grid: Grid, task_key: str, num_layers: int | None, arm: Arm | None = None) -> dict[str, Any]:
     """Model settings of a unit: the grid's, the task's over them, then the arm's (`Arm.model`, `num_layers`)."""
     values = {**grid.model, **grid.task_spec(task_key).model, **(arm.model if arm else {})}
     if num_layers is not None:
         values["num_hidden_layers"] = num_layers
-    return ModelArguments(**values)
+    return values
+
+
+def unit_run(grid: Grid, seed: int, task_key: str, num_layers: int | None = None, arm: Arm | None = None) -> RunSpec:
+    """A unit's settings, resolved as `run_spt.py`'s are (`run_spec.resolve_run`) from the argument groups the
+    grid's settings make: the task's, the experiment and Trainer settings (the task's over the grid's) for `seed`,
+    and the model settings (`_model_values`: of `arm`'s cells, with its model settings and `num_layers`)."""
+    spec = grid.task_spec(task_key)
+    own = {f.name for f in fields(ExperimentArguments)}
+    settings = {**grid.experiment, **spec.experiment, "output_dir": grid.output_dir, "seed": seed}
+    data = DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options,
+                         max_length=spec.max_length)
+    return resolve_run(data, ModelArguments(**_model_values(grid, task_key, num_layers, arm)),
+                       ExperimentArguments(**{k: v for k, v in settings.items() if k in own}),
+                       SharedTrainingArguments(**{k: v for k, v in settings.items() if k not in own}))
+
+
+def unit_model(grid: Grid, task_key: str, num_layers: int | None, arm: Arm | None = None) -> ModelSpec:
+    """The model of a unit (`unit_run`'s)."""
+    return unit_run(grid, grid.seeds[0], task_key, num_layers, arm).model
 
 
 def arm_named(grid: Grid, name: str) -> Arm:
@@ -247,8 +255,7 @@ def arm_pretrain_epochs(grid: Grid, arm: Arm, seed: int, task_key: str) -> float
     own `pretrain_epochs`, else the experiment's for `task_key`, as run_spt.py resolves them."""
     if arm.pretrain_epochs is not None:
         return arm.pretrain_epochs
-    exp, training = experiment_arguments(grid, seed, task_key)
-    return exp.phase_setting(training, "pretrain", "epochs")
+    return unit_run(grid, seed, task_key).pretrain.epochs
 
 
 def pretrain_job(grid: Grid, cell: Cell) -> PretrainJob | None:
@@ -269,5 +276,5 @@ def pretrain_jobs(grid: Grid, of_cells: list[Cell] | None = None) -> list[Pretra
 
 
 __all__ = ["CELLS_DIR", "PRETRAIN_DIR", "GRID_RECORD_NAME", "TaskSpec", "Arm", "Grid", "PretrainJob", "Cell",
-           "parse_grid", "check_trainer_settings_of", "load_grid", "experiment_arguments", "model_arguments", "arm_named", "arm_depth", "cells",
+           "parse_grid", "check_trainer_settings_of", "load_grid", "unit_run", "unit_model", "arm_named", "arm_depth", "cells",
            "arm_pretrain_epochs", "pretrain_job", "pretrain_jobs"]

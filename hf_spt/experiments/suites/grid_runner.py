@@ -33,59 +33,59 @@ from typing import Any
 import torch
 from accelerate import PartialState
 from accelerate.utils import parse_flag_from_env
+from transformers import PreTrainedConfig
 
 from ...atomic_files import write_json
 from ...runs.folder import PHASE_RESULT_NAME, locks_output_dir, read_json
 from ...runs.provenance import recorded_provenance
 from ...runs.phase_definition import check_phase_folders
-from ..arguments import DataArguments, redacted
+from ...tasks import Task
+from ..arguments import redacted
 from ..model_config import build_config
 from ..phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
 from ..pipeline import prepare_task
 from ..run_plan import spt_step_budget
+from ..run_spec import RunSpec
 from .grid_report import write_report
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
-                   check_trainer_settings_of, experiment_arguments, model_arguments, parse_grid, pretrain_job,
-                   pretrain_jobs)
+                   check_trainer_settings_of, parse_grid, pretrain_job, pretrain_jobs, unit_run)
 
 DISTRIBUTED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
                    "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 def prepare_unit(grid: Grid, task_key: str, seed: int, num_layers: int | None, tasks: dict | None = None,
-             arm: Arm | None = None):
-    """The task and model config of a unit (of `arm`'s cells: with its model settings); `tasks` caches the
-    prepared tasks by (task key, seed)."""
-    spec = grid.task_spec(task_key)
+                 arm: Arm | None = None) -> tuple[Task, PreTrainedConfig, RunSpec]:
+    """The task, model config and resolved settings of a unit (of `arm`'s cells: with its model settings); `tasks`
+    caches the prepared tasks by (task key, seed)."""
+    run = unit_run(grid, seed, task_key, num_layers, arm)
     tasks = {} if tasks is None else tasks
     if (task_key, seed) not in tasks:
-        data = DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options,
-                             max_length=spec.max_length)
-        tasks[task_key, seed] = prepare_task(data, seed)
+        tasks[task_key, seed] = prepare_task(run.task, seed)
     task = tasks[task_key, seed]
-    return task, build_config(task, model_arguments(grid, task_key, num_layers, arm))
+    return task, build_config(task, run.model), run
 
 
 def unit_phase(grid: Grid, kind: str, unit: PretrainJob | Cell, tasks: dict | None = None,
                sources: dict[PretrainJob, dict[str, Any]] | None = None) -> PlannedPhase:
     """The phase of an SPT job (`kind` "pretrain") or a cell, built once. `tasks` caches the prepared tasks;
     `sources`: the definitions of SPT jobs not trained yet, by job (a cell records its checkpoint's definition)."""
-    exp, training = experiment_arguments(grid, unit.seed, unit.task)
     if kind == "pretrain":
-        task, config = prepare_unit(grid, unit.task, unit.seed, unit.num_layers, tasks)
-        return pretrain_phase(task, config, replace(exp, pretrain_epochs=unit.epochs), training, unit.folder(grid))
+        task, config, run = prepare_unit(grid, unit.task, unit.seed, unit.num_layers, tasks)
+        return pretrain_phase(task, config, replace(run.pretrain, epochs=unit.epochs), unit.folder(grid))
     arm = arm_named(grid, unit.arm)
+    task, config, run = prepare_unit(grid, unit.task, unit.seed, arm.num_layers, tasks, arm)
+    finetune = run.finetune
     if not arm.early_stopping:  # the whole budget: no patience (recorded as such in the cell's definition)
-        exp = replace(exp, early_stopping_patience=None)
-    task, config = prepare_unit(grid, unit.task, unit.seed, arm.num_layers, tasks, arm)
+        finetune = replace(finetune, early_stopping_patience=None)
     job = pretrain_job(grid, unit)
     epochs = None
     if arm.compute_matched:
-        matched = replace(exp, pretrain_epochs=arm_pretrain_epochs(grid, arm, unit.seed, unit.task))
-        budget = spt_step_budget(len(task.dataset["train"]), task.is_pair, task.preset.batch_size, matched, training)
+        matched = replace(run.pretrain, epochs=arm_pretrain_epochs(grid, arm, unit.seed, unit.task))
+        budget = spt_step_budget(len(task.dataset["train"]), task.is_pair, task.preset.batch_size, matched, finetune)
         epochs = (budget["pretrain"] + budget["finetune"]) / budget["finetune_steps_per_epoch"]
-    return arm_phase(arm, task, config, model_arguments(grid, unit.task, arm.num_layers, arm), exp, training,
-                     unit.folder(grid), job.folder(grid) if job else None, (sources or {}).get(job), epochs)
+    return arm_phase(arm, task, config, run.model, finetune, unit.folder(grid), job.folder(grid) if job else None,
+                     (sources or {}).get(job), epochs)
 
 
 def plan_grid(grid: Grid) -> dict[tuple[str, PretrainJob | Cell], PlannedPhase]:

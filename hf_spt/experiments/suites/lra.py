@@ -38,7 +38,7 @@ from ..phases import LOG_HISTORY_NAME
 from ..run_plan import spt_step_budget
 from ..settings_files import recipe_settings
 from .grid_runner import rows_with_pretraining, run_grid
-from .grid import Grid, TaskSpec, experiment_arguments, parse_grid, pretrain_jobs
+from .grid import Grid, TaskSpec, parse_grid, pretrain_jobs, unit_run
 from .lra_report import write_lra_report
 
 SCALES = ("full", "mini")
@@ -182,8 +182,8 @@ def step_counts(grid: Grid) -> dict[str, dict[str, int]]:
     counts = {}
     for key, spec in grid.tasks.items():
         rows, pair = _rows(spec)
-        exp, training = experiment_arguments(grid, 0, key)
-        budget = spt_step_budget(rows, pair, task_preset(spec.task).batch_size, exp, training)
+        run = unit_run(grid, 0, key)
+        budget = spt_step_budget(rows, pair, task_preset(spec.task).batch_size, run.pretrain, run.finetune)
         pretrain, finetune = budget["pretrain"], budget["finetune"]
         counts[key] = {"train_rows": rows, "pretrain": pretrain, "finetune": finetune}
         counts[key].update({arm.name: pretrain + finetune if arm.pretrain or arm.compute_matched else finetune
