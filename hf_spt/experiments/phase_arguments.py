@@ -27,7 +27,7 @@ from ..training.arguments import FinetuneArguments, PretrainArguments
 from ..training.hub_kernels import check_hub_kernels_available
 from ..training.length_grouping import default_sampling_strategy
 from ..training.losses import class_weights_from_spec
-from ..training.pretrain_trainer import inputs_only
+from ..training.dataset_columns import inputs_only
 from .arguments import PHASE_ARGUMENTS, ExperimentArguments, SharedTrainingArguments
 
 
