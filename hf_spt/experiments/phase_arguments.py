@@ -20,10 +20,10 @@ from transformers.integrations import get_reporting_integration_callbacks
 from ..errors import UserInputError, one_line
 from ..tasks import Task
 from ..training.arguments import FinetuneArguments, PretrainArguments
+from ..training.dataset_columns import inputs_only
 from ..training.hub_kernels import check_hub_kernels_available
 from ..training.length_grouping import default_sampling_strategy
 from ..training.losses import class_weights_from_spec
-from ..training.pretrain_trainer import inputs_only
 from .arguments import PHASE_ARGUMENTS
 from .run_spec import PhaseSpec
 

@@ -20,7 +20,6 @@ from torch.nn import functional as F
 
 from ..errors import UserInputError
 
-CLASS_WEIGHTING = ("none", "balanced")
 TOKEN_WEIGHTING = ("none", "inverse_frequency")
 
 
@@ -123,5 +122,5 @@ def label_weight_total(label_batches: Iterable[torch.Tensor], weights: torch.Ten
     return total.float()
 
 
-__all__ = ["CLASS_WEIGHTING", "TOKEN_WEIGHTING", "class_weights_from_spec", "token_id_counts",
+__all__ = ["TOKEN_WEIGHTING", "class_weights_from_spec", "token_id_counts",
            "inverse_frequency_token_weights", "weighted_token_loss", "weighted_class_loss", "label_weight_total"]

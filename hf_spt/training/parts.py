@@ -276,11 +276,5 @@ def freeze_parts(model: nn.Module, parts: str | Iterable[str], layers: Iterable[
     return names
 
 
-def frozen_parameter_names(model: nn.Module) -> list[str]:
-    """Names of the parameters that do not require grad."""
-    return [name for name, parameter in model.named_parameters() if not parameter.requires_grad]
-
-
 __all__ = ["PARTIAL_WEIGHTS_NAME", "PART_PATTERNS", "Parts", "LoadReport", "split_prefix", "select_keys",
-           "get_partial_state_dict", "save_partial_state_dict", "load_partial_weights",
-           "freeze_parts", "frozen_parameter_names"]
+           "get_partial_state_dict", "save_partial_state_dict", "load_partial_weights", "freeze_parts"]

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pyarrow.compute as pc
 import torch
-from datasets import Dataset, concatenate_datasets
+from datasets import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer
 
 from ..errors import UserInputError
@@ -15,6 +15,7 @@ from .collators import DataCollatorForSpt, check_pad_multiple, fixed_masking, mo
 from .length_grouping import LengthGroupedSamplingMixin
 from .losses import TOKEN_WEIGHTING, inverse_frequency_token_weights, label_weight_total, weighted_token_loss
 from .arguments import PretrainArguments
+from .dataset_columns import inputs_only
 from .model_card import ModelCardMixin
 from .padding_free import check_padding_free
 
@@ -40,20 +41,6 @@ def sparse_prediction(model: PreTrainedModel, enabled: bool) -> Iterator[None]:
         yield
     finally:
         config.sparse_prediction = before
-
-
-def inputs_only(dataset: Dataset) -> Dataset:
-    """The inputs SPT reads: `input_ids` only, labels never. For pair tasks both documents are rows."""
-    inputs = dataset.select_columns(["input_ids"])
-    if "pair_input_ids" in dataset.column_names:
-        pairs = dataset.select_columns(["pair_input_ids"]).rename_column("pair_input_ids", "input_ids")
-        inputs = concatenate_datasets([inputs, pairs])
-    return inputs
-
-
-def input_lengths(dataset: Dataset) -> list[int]:
-    """Token counts of the sequences the encoder reads from `dataset` (`inputs_only`: both documents of a pair)."""
-    return list(map(len, inputs_only(dataset)["input_ids"]))
 
 
 MASKING_RANGE = "the task presets mask 0.1 to 0.5 of the tokens (BERT: 0.15)"
@@ -200,5 +187,4 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         return not getattr(self.data_collator, "mlm", True)
 
 
-__all__ = ["input_lengths", "PretrainTrainer", "check_masking", "has_sparse_prediction", "inputs_only",
-           "reaches_model_whole", "sparse_prediction"]
+__all__ = ["PretrainTrainer", "check_masking", "has_sparse_prediction", "reaches_model_whole", "sparse_prediction"]

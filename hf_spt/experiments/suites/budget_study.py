@@ -31,7 +31,7 @@ from ...atomic_files import write_json
 from ...errors import UserInputError
 from ...runs.folder import PHASE_RESULT_NAME, read_json
 from ...runs.provenance import recorded_provenance
-from ...training.pretrain_trainer import input_lengths
+from ...training.dataset_columns import input_lengths
 from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining

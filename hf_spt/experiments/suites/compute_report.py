@@ -31,7 +31,7 @@ from ...analysis.plotting import saved_figure
 from ...atomic_files import write_json, write_text
 from ...errors import MissingInputError, UserInputError
 from ...runs.folder import PHASE_RESULT_NAME, read_json
-from ...training.pretrain_trainer import input_lengths
+from ...training.dataset_columns import input_lengths
 from ..arguments import DataArguments
 from ..phases import LOG_HISTORY_NAME
 from ..pipeline import prepare_pretrain_task, prepare_task
