@@ -2,12 +2,13 @@
 `arm_phase` for an `arms.Arm`, the same for a mode's arm and a grid's).
 
 A `PlannedPhase` holds everything that defines the phase, resolved once when it is planned: its folder, task, model
-config, Trainer arguments, its definition (`runs.phase_definition`: what a re-run must match) and what else it
-reads (`PhaseSettings`), never the settings objects it was built from, so nothing after planning reads a flag again. Every entry
-point plans its phases here (`pipeline.plan_run` for `run_spt.py`'s modes, `suites.grid_runner.plan_grid` for the
-grid, the LRA suite and the budget studies), checks every folder once, then calls `run_phase`, which trains the
+config, Trainer arguments, its definition (`runs.phase_definition`: what a re-run must match) and its resolved
+settings (`run_spec.PhaseSpec`), never a command-line group, so nothing after planning reads a flag again. Every
+entry point plans its phases here (`pipeline.plan_run` for `run_spt.py`'s modes, `suites.grid_runner.plan_grid` for
+the grid, the LRA suite and the budget studies), checks every folder once, then calls `run_phase`, which trains the
 phase or returns its result when it is finished. A phase records its definition before it trains; one that fails
-before its first checkpoint removes what it wrote, and an interrupted one resumes from its newest checkpoint.
+before its first checkpoint removes what it wrote, and an interrupted one resumes from its newest checkpoint
+(`training.resume`).
 """
 
 from __future__ import annotations

@@ -138,13 +138,9 @@ def phase_value(per_phase: Any, generic: Any, phase: str, setting: str) -> Any:
     return generic
 
 
-def resolve_run(data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments,
-                training: SharedTrainingArguments) -> RunSpec:
-    """The `RunSpec` of the four groups, each group's declared ranges and choices checked again first (a program
-    may have changed a value since it built the group)."""
-    for group in (data_args, model_args, exp):
-        check_declared(group)
-    check_declared(training, TRANSFORMERS_RANGES)
+def task_requests(data_args: DataArguments) -> tuple[TaskRequest, TaskRequest | None]:
+    """The task the data flags ask for (builder options: `--task_options`, the custom-data flags for `custom`, the
+    preprocessing workers) and, for cross-task SPT, the task to pretrain on (None without `--pretrain_task`)."""
     options = dict(data_args.task_options)
     if data_args.task == "custom":  # a flag left at its default keeps --task_options' value (a grid's task gives files so)
         for name in CUSTOM_DATA_FIELDS:
@@ -164,6 +160,17 @@ def resolve_run(data_args: DataArguments, model_args: ModelArguments, exp: Exper
         options["num_proc"] = source_options["num_proc"] = data_args.preprocessing_num_workers
     source = None if data_args.pretrain_task is None else TaskRequest(
         data_args.pretrain_task, data_args.pretrain_data_dir, source_options, None, data_args.truncation)
+    return TaskRequest(data_args.task, data_args.data_dir, options, data_args.max_length, data_args.truncation), source
+
+
+def resolve_run(data_args: DataArguments, model_args: ModelArguments, exp: ExperimentArguments,
+                training: SharedTrainingArguments) -> RunSpec:
+    """The `RunSpec` of the four groups, each group's declared ranges and choices checked again first (a program
+    may have changed a value since it built the group)."""
+    for group in (data_args, model_args, exp):
+        check_declared(group)
+    check_declared(training, TRANSFORMERS_RANGES)
+    task, source = task_requests(data_args)
     defaults = {spec.name: spec.default for spec in fields(ModelArguments)}
     model = ModelSpec(
         sizes={name: getattr(model_args, name) for name in SIZE_FLAGS if getattr(model_args, name) is not None},
@@ -189,12 +196,11 @@ def resolve_run(data_args: DataArguments, model_args: ModelArguments, exp: Exper
             exp.finetune_method, lora, exp.log_proximity, exp.proximity_every_n_steps)
     return RunSpec(
         mode=exp.mode, seed=training.seed, output_dir=Path(training.output_dir),
-        task=TaskRequest(data_args.task, data_args.data_dir, options, data_args.max_length, data_args.truncation),
-        pretrain_task=source, model=model, pretrain=phases["pretrain"], finetune=phases["finetune"],
+        task=task, pretrain_task=source, model=model, pretrain=phases["pretrain"], finetune=phases["finetune"],
         init_from=exp.init_from, init_parts=exp.init_parts, freeze_parts=exp.freeze_parts,
         push_to_hub=training.push_to_hub, hub_model_id=training.hub_model_id,
         overwrite_output_dir=training.overwrite_output_dir,
         recorded={"experiment": asdict(exp), "training": training.given(), "data": asdict(data_args)})
 
 
-__all__ = ["SIZE_FLAGS", "TaskRequest", "ModelSpec", "PhaseSpec", "RunSpec", "phase_value", "resolve_run"]
+__all__ = ["SIZE_FLAGS", "TaskRequest", "ModelSpec", "PhaseSpec", "RunSpec", "phase_value", "task_requests", "resolve_run"]

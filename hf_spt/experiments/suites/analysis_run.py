@@ -18,7 +18,7 @@ analyses it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from ...runs.folder import check_writable_folder
 from ...runs.phase_definition import definition_digest, read_definition
 from ..arguments import DataArguments
 from ..pipeline import prepare_task
+from ..run_spec import task_requests
 from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_jobs
 from .run_records import read_record, recorded_settings, run_record
 
@@ -143,7 +144,9 @@ def analyse(data_args: DataArguments, args: AnalysisArguments, given: set[str] |
     if args.run is not None and (Path(args.run) / GRID_RECORD_NAME).is_file():
         data_args, args.seed, own = grid_cells(args.run, data_args, args, given or set())
     elif args.run is not None:
-        data_args, args.seed = recorded_settings(run_record(args.run), data_args, args.seed, given or set())
+        data, args.seed = recorded_settings(run_record(args.run), {**asdict(data_args), "seed": args.seed},
+                                            given or set())
+        data_args = replace(data_args, **data)
         own = [] if models else run_models(args.run)
     if not models and own:
         check_one_run(args.run, own, args.seed)
@@ -152,7 +155,7 @@ def analyse(data_args: DataArguments, args: AnalysisArguments, given: set[str] |
         raise UserInputError("Nothing to analyse: pass --run RUN_DIR (a run_spt.py output folder) or --model FOLDER...")
     folder = writable_report_folder(args)
     options = ReportOptions(**{f.name: getattr(args, f.name) for f in fields(ReportOptions)})
-    return analyse_models(prepare_task(data_args, options.seed), models, folder, options)
+    return analyse_models(prepare_task(task_requests(data_args)[0], options.seed), models, folder, options)
 
 
 def report_folder(args: AnalysisArguments) -> Path:

@@ -36,6 +36,7 @@ from ..arguments import DataArguments
 from ..phases import LOG_HISTORY_NAME
 from ..pipeline import prepare_pretrain_task, prepare_task
 from ..run_results import ARM_FOLDERS
+from ..run_spec import task_requests
 from .arm_labels import arm_colour, arm_words, config_words
 from .grid_runner import prepare_unit
 from .report_sources import join_by_config
@@ -106,10 +107,11 @@ def run_compute_curves(run: str | Path) -> list[ComputeCurve]:
     An arm that started from weights other than the run's own pretraining is left out (its compute is unknown)."""
     run = Path(run)
     record = run_record(run, SOURCES_FLAG, instead=None)
-    data, seed = recorded_settings(record, DataArguments(), 0, set())
-    task = prepare_task(data, seed)
+    data, seed = recorded_settings(record, {}, set())
+    request, source = task_requests(DataArguments(**data))
+    task = prepare_task(request, seed)
     lengths = input_lengths(task.dataset["train"])
-    pretrain_lengths = (input_lengths(prepare_pretrain_task(data, task, seed).dataset["train"]) if data.pretrain_task
+    pretrain_lengths = (input_lengths(prepare_pretrain_task(source, task, seed).dataset["train"]) if source
                         else lengths)
     curves = []
     for arm in record["arms"]:

@@ -162,7 +162,7 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
 
 def check_trainer_settings_of(grid: Grid) -> None:
     """Each task's Trainer arguments and reporters as transformers builds them (`phase_arguments.
-    check_trainer_settings`), before any data: the part of `pipeline.check_run_settings` that `parse_grid` leaves
+    check_trainer_settings`), before any data: the part of `pipeline.check_run` that `parse_grid` leaves
     to the grid runner (`grid_runner.run_grid`, once it has set up the ranks' distributed state) and to the dry runs."""
     for key, spec in {**grid.pretrain_tasks, **grid.tasks}.items():
         run = unit_run(grid, grid.seeds[0], key)

@@ -7,7 +7,6 @@ compute report) and the fix; flags typed beside `--run` must agree with what the
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,21 +48,18 @@ def run_record(run: str | Path, flag: str = "--run", instead: str | None = MODEL
     return content
 
 
-def recorded_settings(
-    record: dict[str, Any], data_args: DataArguments, seed: int, given: set[str]
-) -> tuple[DataArguments, int]:
-    """The run's data arguments and seed; a flag in `given` (names typed on the command line; `seed` is the typed
-    seed) must match them."""
+def recorded_settings(record: dict[str, Any], typed: dict[str, Any], given: set[str]) -> tuple[dict[str, Any], int]:
+    """The run's data settings (by flag name) and seed, from its record; a flag in `given` (names typed on the
+    command line) must match them (`typed`: the values of the data flags and `seed` as parsed)."""
     data = {name: value for name, value in record["data"].items()
             if name in DataArguments.__dataclass_fields__ and name not in HOW_NOT_WHAT}
     recorded = {"seed": record["seed"], **data}
-    typed = {"seed": seed, **{f.name: getattr(data_args, f.name) for f in fields(DataArguments)}}
     clashes = [f"--{name} {typed[name]!r} (the run recorded {value!r})" for name, value in recorded.items()
-               if name in given and typed[name] != value]
+               if name in given and typed.get(name) != value]
     if clashes:
         raise UserInputError(f"Flags contradict the run's {RUN_RESULTS_NAME}: {'; '.join(clashes)}. Drop them: --run "
-                         "reads the run's own settings.")
-    return replace(data_args, **data), record["seed"]
+                             "reads the run's own settings.")
+    return data, record["seed"]
 
 
 __all__ = ["RUN_RESULTS_NAME", "MODELS_INSTEAD", "read_record", "run_record", "recorded_settings"]
