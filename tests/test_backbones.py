@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 from huggingface_hub import ModelCard
-from tiny_backbone_runs import tiny_arguments
+from tiny_backbone_runs import tiny_arguments, tiny_run
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSequenceClassification
 
 import hf_spt  # noqa: F401  (registers the Auto classes)
@@ -48,9 +48,9 @@ def test_from_scratch_through_both_phases(tmp_path, model_type, objective, pooli
 
 @pytest.mark.parametrize("model_type,objective,pooling", CASES)
 def test_from_a_local_pretrained_folder(tmp_path, model_type, objective, pooling):
-    data_args, model_args, *_ = tiny_arguments(tmp_path, model_type=model_type, from_scratch=True)
-    task = prepare_task(data_args, seed=0)
-    config = build_backbone_config(task, model_args)
+    run = tiny_run(tmp_path, model_type=model_type, from_scratch=True)
+    task = prepare_task(run.task, seed=0)
+    config = build_backbone_config(task, run.model)
     saved = pretraining_model(config, objective)
     saved.save_pretrained(tmp_path / "pretrained")
     task.tokenizer.save_pretrained(tmp_path / "pretrained")
@@ -72,8 +72,8 @@ def test_from_a_local_pretrained_folder(tmp_path, model_type, objective, pooling
 
 
 def test_pretrained_backbone_weights_are_loaded(tmp_path):
-    data_args, model_args, *_ = tiny_arguments(tmp_path, model_type="bert", from_scratch=True)
-    config = build_backbone_config(prepare_task(data_args, seed=0), model_args)
+    run = tiny_run(tmp_path, model_type="bert", from_scratch=True)
+    config = build_backbone_config(prepare_task(run.task, seed=0), run.model)
     saved = pretraining_model(config, "masked")
     saved.save_pretrained(tmp_path)
     from hf_spt.training.model_factory import classification_model
@@ -86,28 +86,28 @@ def test_pretrained_backbone_weights_are_loaded(tmp_path):
 
 
 def test_wrong_objective_and_bad_sources_fail_clearly(tmp_path):
-    data_args, model_args, *_ = tiny_arguments(tmp_path, model_type="gpt2", from_scratch=True)
-    task = prepare_task(data_args, seed=0)
-    gpt2 = build_backbone_config(task, model_args)
+    run = tiny_run(tmp_path, model_type="gpt2", from_scratch=True)
+    task = prepare_task(run.task, seed=0)
+    gpt2 = build_backbone_config(task, run.model)
     with pytest.raises(ValueError, match="no masked-LM head.*--pretrain_objective causal"):
         pretraining_model(gpt2, "masked")
     from hf_spt.experiments.model_config import build_config
 
-    spt_config = build_config(task, tiny_arguments(tmp_path)[1])
+    spt_config = build_config(task, tiny_run(tmp_path).model)
     with pytest.raises(ValueError, match="needs a decoder architecture"):
         pretraining_model(spt_config, "causal")
     small = AutoModelForCausalLM.from_config(AutoConfig.for_model("gpt2", vocab_size=8, n_positions=16, n_embd=16,
                                                                   n_layer=1, n_head=2))
     small.save_pretrained(tmp_path / "small")
     with pytest.raises(ValueError, match="8 token embeddings.*20 token ids"):
-        build_backbone_config(task, tiny_arguments(tmp_path, model_name_or_path=str(tmp_path / "small"))[1])
+        build_backbone_config(task, tiny_run(tmp_path, model_name_or_path=str(tmp_path / "small")).model)
     with pytest.raises(RuntimeError, match="not a local folder, and HF_HUB_OFFLINE is set"):
-        build_backbone_config(task, tiny_arguments(tmp_path, model_name_or_path="someone/not-cached-model")[1])
+        build_backbone_config(task, tiny_run(tmp_path, model_name_or_path="someone/not-cached-model").model)
 
 
 def test_masked_lm_of_any_encoder_reads_the_spt_collator(tmp_path):
-    data_args, model_args, *_ = tiny_arguments(tmp_path, model_type="distilbert", from_scratch=True)
-    config = build_backbone_config(prepare_task(data_args, seed=0), model_args)
+    run = tiny_run(tmp_path, model_type="distilbert", from_scratch=True)
+    config = build_backbone_config(prepare_task(run.task, seed=0), run.model)
     model = pretraining_model(config, "masked")
     assert isinstance(model, AutoModelForMaskedLM._model_mapping[type(config.backbone)])
     assert config.pooling == "mean" and config.backbone.dim == 16

@@ -16,7 +16,7 @@ from dataclasses import replace
 import pytest
 import torch
 import transformers.modeling_utils as modeling_utils
-from tiny_backbone_runs import tiny_arguments
+from tiny_backbone_runs import tiny_arguments, tiny_run
 from transformers.utils import is_kernels_available
 
 from conftest import tiny_config
@@ -74,8 +74,8 @@ def test_spt_loaders_never_kernelize(spt_checkpoint, kernelized):
 
 
 def test_backbone_loaders_never_kernelize(tmp_path, kernelized):
-    data, model_args, _, training = tiny_arguments(tmp_path, model_type="bert", from_scratch=True)
-    config = build_backbone_config(prepare_task(data, training.seed), model_args)
+    run = tiny_run(tmp_path, model_type="bert", from_scratch=True)
+    config = build_backbone_config(prepare_task(run.task, run.seed), run.model)
     pretraining_model(config, "masked").save_pretrained(tmp_path / "bert")
     for model in (pretraining_model(config, "masked", tmp_path / "bert"), classification_model(config, tmp_path / "bert")):
         _switch_modes(model)

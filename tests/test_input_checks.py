@@ -11,7 +11,7 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 
 import pytest
-from tiny_backbone_runs import tiny_arguments
+from tiny_backbone_runs import tiny_arguments, tiny_run
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.arguments import ARGUMENT_GROUPS
@@ -40,9 +40,9 @@ def test_a_masking_rate_that_masks_nothing_stops_before_training(tmp_path):
 def test_a_masking_rate_with_empty_training_batches_is_refused_even_when_validation_has_masks(tmp_path):
     """0.01 of 16-token rows in batches of 2: 0.32 masked tokens a batch (most batches empty), though the 16
     validation rows' fixed masking holds some; 0.05 in batches of 2 (1.6 a batch) trains."""
-    data_args, model_args, *_ = tiny_arguments(tmp_path)
-    task = prepare_task(data_args, seed=0)
-    model = pretraining_model(build_config(task, model_args), "masked")
+    run = tiny_run(tmp_path)
+    task = prepare_task(run.task, seed=0)
+    model = pretraining_model(build_config(task, run.model), "masked")
 
     def trainer(rate: float) -> PretrainTrainer:
         args = PretrainArguments(output_dir=str(tmp_path), per_device_train_batch_size=2, mlm_probability=rate,

@@ -12,17 +12,15 @@ import torch
 from conftest import tiny_config
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
-from tiny_backbone_runs import tiny_arguments
+from tiny_backbone_runs import tiny_arguments, tiny_run
 
 from hf_spt import SptForSequenceClassification
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.arguments import ExperimentArguments
 from hf_spt.experiments.exit_status import USER_ERROR_STATUS
 from hf_spt.experiments.command_line import parse_arguments
-from hf_spt.experiments.lora_finetuning import with_adapters
+from hf_spt.training.lora_adapters import with_adapters
 from hf_spt.experiments.model_config import build_backbone_config
 from hf_spt.experiments.pipeline import prepare_task, run_experiment
-from hf_spt.experiments.phases import lora_settings
 from hf_spt.runs.folder import resume_checkpoint
 from hf_spt.scripts import run_spt
 from hf_spt.training.checkpoints import HubNotReadyError
@@ -36,10 +34,10 @@ PRESET_SIZES = dict(hidden_size=None, num_attention_heads=None, intermediate_siz
 
 def save_pretrained_bert(folder: Path) -> Path:
     """A tiny masked-LM BERT saved with save_pretrained: the "pretrained" checkpoint (no Hub)."""
-    data_args, model_args, *_ = tiny_arguments(folder, model_type="bert", from_scratch=True)
-    task = prepare_task(data_args, seed=0)
+    run = tiny_run(folder, model_type="bert", from_scratch=True)
+    task = prepare_task(run.task, seed=0)
     torch.manual_seed(0)
-    model = pretraining_model(build_backbone_config(task, model_args), "masked")
+    model = pretraining_model(build_backbone_config(task, run.model), "masked")
     model.save_pretrained(folder / "pretrained")
     task.tokenizer.save_pretrained(folder / "pretrained")
     return folder / "pretrained"
@@ -53,8 +51,7 @@ def reloaded_test_loss(run_folder: Path, arm: str, monkeypatch) -> float:
     """The test loss of the arm's adapter, loaded from the run folder with peft's Auto class."""
     monkeypatch.chdir(run_folder)  # adapter_config.json names its base folder relative to the run folder
     model = peft.AutoPeftModelForSequenceClassification.from_pretrained(arm).eval()
-    data_args = tiny_arguments(run_folder)[0]
-    task = prepare_task(data_args, seed=0)
+    task = prepare_task(tiny_run(run_folder).task, seed=0)
     batch = DataCollatorForClassification(task.tokenizer)([row for row in task.dataset["test"]])
     with torch.no_grad():
         return model(**batch).loss.item()
@@ -114,7 +111,7 @@ def test_saving_a_lora_arm_sends_peft_looking_for_no_base_config(tmp_path, monke
     folder = tmp_path / "run" / "spt"
     torch.manual_seed(0)
     model = with_adapters(SptForSequenceClassification(tiny_config()),
-                          lora_settings(ExperimentArguments(finetune_method="lora")), folder)
+                          tiny_run(tmp_path, finetune_method="lora").finetune.lora, folder)
     monkeypatch.chdir(tmp_path)  # the command's working directory, not the run folder
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -12,7 +12,8 @@ import torch
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.run_plan import spt_step_budget
 from hf_spt.experiments.suites.grid import parse_grid
-from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
+from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from hf_spt.experiments.run_spec import resolve_run
 from hf_spt.experiments.suites.lra import ARMS, LraSuite, lra_grid, run_lra_suite, runnable_tasks, step_counts
 from hf_spt.experiments.suites.lra_report import PUBLISHED_SCRATCH, lra_table, markdown
 from hf_spt.experiments.settings_files import recipe_settings
@@ -83,9 +84,10 @@ def test_full_scale_runs_the_published_recipe_per_task(lra_root, tmp_path):
 def test_compute_matched_arm_gets_spt_steps():
     exp = ExperimentArguments(pretrain_epochs=2, finetune_epochs=3, pretrain_batch_size=10, finetune_batch_size=25)
     training = SharedTrainingArguments(output_dir="x")
+    run = resolve_run(DataArguments(), ModelArguments(), exp, training)
     # a pair task pretrains on both sequences: 200 rows / 10 = 20 steps an epoch; fine-tuning 100 / 25 = 4
-    assert spt_step_budget(100, True, 32, exp, training) == {"pretrain": 40, "finetune": 12,
-                                                             "finetune_steps_per_epoch": 4}
+    assert spt_step_budget(100, True, 32, run.pretrain, run.finetune) == {"pretrain": 40, "finetune": 12,
+                                                                         "finetune_steps_per_epoch": 4}
     counts = step_counts(lra_grid(LraSuite(output_dir="x", scale="mini", tasks=["markov"])))["markov"]
     assert counts["scratch_compute_matched"] == counts["spt"] == counts["pretrain"] + counts["finetune"]
 
@@ -191,18 +193,19 @@ def test_gpu_self_check_selects_a_gpu_test_in_every_file_it_names():
 
 
 def test_early_stopping_ends_finetuning_within_the_epoch_budget(tmp_path):
-    from hf_spt.experiments.arguments import DataArguments, ModelArguments
     from hf_spt.experiments.model_config import build_config
-    from hf_spt.experiments.phases import finetune
+    from hf_spt.experiments.phases import finetune_phase, run_phase
     from hf_spt.experiments.pipeline import prepare_task
 
     torch.set_num_threads(1)
-    task = prepare_task(DataArguments(task="markov", task_options={"num_train": 32, "num_validation": 16,
-                                                                     "num_test": 16, "length": 12}), 0)
-    config = build_config(task, ModelArguments(hidden_size=16, num_attention_heads=2, intermediate_size=16))
-    exp = ExperimentArguments(finetune_epochs=40, early_stopping_patience=1)
-    result = finetune(task, config, exp, SharedTrainingArguments(output_dir=str(tmp_path), report_to="none"),
-                      tmp_path / "scratch", "scratch")
+    run = resolve_run(DataArguments(task="markov", task_options={"num_train": 32, "num_validation": 16,
+                                                                 "num_test": 16, "length": 12}),
+                      ModelArguments(hidden_size=16, num_attention_heads=2, intermediate_size=16),
+                      ExperimentArguments(finetune_epochs=40, early_stopping_patience=1),
+                      SharedTrainingArguments(output_dir=str(tmp_path), report_to="none"))
+    task = prepare_task(run.task, 0)
+    config = build_config(task, run.model)
+    result = run_phase(finetune_phase(task, config, run.finetune, tmp_path / "scratch", "scratch"))
     assert result["epochs"] < 40 and result["steps"] == result["epochs"]  # one step an epoch: 32 rows, batch 32
 
 

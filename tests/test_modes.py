@@ -4,7 +4,7 @@ announces and lists, and the settings it reads; an unknown mode fails naming eve
 from dataclasses import fields
 
 import pytest
-from tiny_backbone_runs import tiny_arguments
+from tiny_backbone_runs import tiny_arguments, tiny_run
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments import modes
@@ -20,14 +20,14 @@ from hf_spt.training.model_factory import pretraining_model
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_each_mode_plans_the_phases_of_its_table_entry(tmp_path, mode):
-    data, model, _, training = tiny_arguments(tmp_path / "run")
-    task = prepare_task(data, seed=0)
+    plain = tiny_run(tmp_path / "run")
+    task = prepare_task(plain.task, seed=0)
     checkpoint = tmp_path / "checkpoint"
-    pretraining_model(build_config(task, model), "masked").save_pretrained(checkpoint)
+    pretraining_model(build_config(task, plain.model), "masked").save_pretrained(checkpoint)
     start = {"finetune": {"init_from": str(checkpoint)}}.get(mode, {})
-    data, model, exp, training = tiny_arguments(
+    run = tiny_run(
         tmp_path / "run", mode=mode, **start, **({"model_name_or_path": str(checkpoint)} if mode == "lora_comparison" else {}))
-    phases = plan_run(task, task, build_config(task, model), model, exp, training)
+    phases = plan_run(task, task, build_config(task, run.model), run)
 
     folders = [PRETRAIN_FOLDER] * MODES[mode].pretrains + [arm.name for arm in MODES[mode].arms]
     assert [phase.folder for phase in phases] == [tmp_path / "run" / folder for folder in folders]
@@ -36,7 +36,7 @@ def test_each_mode_plans_the_phases_of_its_table_entry(tmp_path, mode):
     for phase, folder in zip(phases, folders):
         assert phase.definition["phase"] == folder
     for phase, arm in zip(phases[MODES[mode].pretrains:], MODES[mode].arms):
-        assert phase.definition["finetune_method"] == phase.method == (arm.method or exp.finetune_method)
+        assert phase.definition["finetune_method"] == phase.method == (arm.method or run.finetune.finetune_method)
     if mode == "compare":  # the spt arm starts from the pretraining phase this run plans
         assert phases[1].definition["init_from"] == {"phase_definition": definition_digest(phases[0].definition)}
 

@@ -18,8 +18,9 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from hf_spt import SptForMaskedLM, SptForSequenceClassification
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.arguments import ExperimentArguments, SharedTrainingArguments
+from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from hf_spt.experiments.phase_arguments import finetune_arguments, pretrain_arguments
+from hf_spt.experiments.run_spec import resolve_run
 from hf_spt.models.heads import pool
 from hf_spt.models.packing import PackedLayout, pool_packed
 from hf_spt.models.tokenization_spt import build_word_tokenizer
@@ -153,11 +154,15 @@ def test_each_phase_groups_by_length_when_its_lengths_vary_and_a_given_flag_wins
     exp, folder = ExperimentArguments(), tmp_path / "phase"
     varied, fixed = task_of([3, 40, 9, 25, 60, 5]), task_of([20] * 6)
     default = SharedTrainingArguments(output_dir=str(tmp_path))
-    for build in (pretrain_arguments, lambda *a: finetune_arguments(*a, num_labels=2)):
-        assert build(varied, exp, default, folder).train_sampling_strategy == "group_by_length"
-        assert build(fixed, exp, default, folder).train_sampling_strategy == "random"
+    run = resolve_run(DataArguments(), ModelArguments(), exp, default)
+    for spec, build in ((run.pretrain, pretrain_arguments),
+                        (run.finetune, lambda *a: finetune_arguments(*a, num_labels=2))):
+        assert build(varied, spec, folder).train_sampling_strategy == "group_by_length"
+        assert build(fixed, spec, folder).train_sampling_strategy == "random"
     given = SharedTrainingArguments(output_dir=str(tmp_path), train_sampling_strategy="random")
-    assert pretrain_arguments(varied, exp, given, folder).train_sampling_strategy == "random"
+    given_run = resolve_run(DataArguments(), ModelArguments(), exp, given)
+    assert pretrain_arguments(varied, given_run.pretrain, folder).train_sampling_strategy == "random"
+    assert finetune_arguments(varied, given_run.finetune, folder, num_labels=2).train_sampling_strategy == "random"
     assert given.given()["train_sampling_strategy"] == "random"  # recorded in results.json
 
 

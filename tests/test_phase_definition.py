@@ -84,14 +84,21 @@ def test_a_definition_killed_mid_write_leaves_a_folder_that_can_be_judged(tmp_pa
 
 
 def test_fine_tuning_method_lora_and_early_stopping_are_part_of_the_definition():
-    from hf_spt.experiments.arguments import ExperimentArguments
+    from hf_spt.experiments.arguments import (DataArguments, ExperimentArguments, ModelArguments,
+                                              SharedTrainingArguments)
     from hf_spt.experiments.phases import finetune_settings
+    from hf_spt.experiments.run_spec import resolve_run
 
-    full = finetune_settings(ExperimentArguments(), "full")
-    lora = finetune_settings(ExperimentArguments(finetune_method="lora", lora_r=4), "lora")
-    patient = finetune_settings(ExperimentArguments(early_stopping_patience=3), "full")
+    def finetuning(**experiment):
+        """The fine-tuning phase's resolved settings under these experiment flags."""
+        return resolve_run(DataArguments(), ModelArguments(), ExperimentArguments(**experiment),
+                           SharedTrainingArguments(output_dir="run")).finetune
+
+    full = finetune_settings(finetuning(), "full")
+    lora = finetune_settings(finetuning(finetune_method="lora", lora_r=4), "lora")
+    patient = finetune_settings(finetuning(early_stopping_patience=3), "full")
     assert "finetune_method: 'full' -> 'lora'" in differences(full, lora)
     assert any(line.startswith("lora:") or line.startswith("lora.") for line in differences(full, lora))
     assert differences(full, patient) == ["early_stopping_patience: None -> 3"]
-    assert differences(lora, finetune_settings(ExperimentArguments(finetune_method="lora", lora_r=8), "lora")) == [
+    assert differences(lora, finetune_settings(finetuning(finetune_method="lora", lora_r=8), "lora")) == [
         "lora.r: 4 -> 8"]

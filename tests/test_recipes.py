@@ -8,17 +8,20 @@ import pytest
 
 from hf_spt.errors import MissingInputError, UserInputError
 from hf_spt.experiments.recipes import RECIPES
+from hf_spt.experiments.run_spec import resolve_run
 from hf_spt.experiments.settings_files import read_recipe, recipe_settings
 from hf_spt.scripts.run_spt import parse_arguments as parse
 from hf_spt.tasks import task_preset
 
 
 def test_balestriero_huang_under_explicit_flags(tmp_path):
-    _, model, exp, training = parse(["--recipe", "balestriero_huang", "--finetune_batch_size", "32"])
+    groups = parse(["--recipe", "balestriero_huang", "--finetune_batch_size", "32"])
+    _, model, exp, training = groups
+    run = resolve_run(*groups)
     assert training.optim == "adafactor" and training.lr_scheduler_type == "cosine" and training.warmup_steps == 0.05
-    assert exp.phase_setting(training, "finetune", "max_steps") == 10_000 and model.pooling == "last_mean"
-    assert exp.phase_setting(training, "pretrain", "batch_size") == 8
-    assert exp.phase_setting(training, "finetune", "batch_size") == 32  # the flag wins
+    assert run.finetune.max_steps == 10_000 and model.pooling == "last_mean" == run.model.pooling
+    assert run.pretrain.batch_size == 8
+    assert run.finetune.batch_size == 32  # the flag wins
     config = tmp_path / "run.json"
     config.write_text(json.dumps({"recipe": "balestriero_huang", "optim": "adamw_torch"}))
     _, _, exp, training = parse(["--config_file", str(config)])
@@ -26,10 +29,10 @@ def test_balestriero_huang_under_explicit_flags(tmp_path):
 
 
 def test_a_generic_flag_beats_the_recipes_per_phase_value():
-    _, _, exp, training = parse(["--recipe", "amos_lra", "--task", "image", "--num_train_epochs", "3"])
-    assert exp.phase_setting(training, "pretrain", "epochs") == 3  # not the recipe's 200 pretraining epochs
-    _, _, exp, training = parse(["--recipe", "amos_lra", "--task", "image"])
-    assert exp.phase_setting(training, "pretrain", "epochs") == 200 and exp.phase_setting(training, "finetune", "epochs") == 4
+    run = resolve_run(*parse(["--recipe", "amos_lra", "--task", "image", "--num_train_epochs", "3"]))
+    assert run.pretrain.epochs == 3  # not the recipe's 200 pretraining epochs
+    run = resolve_run(*parse(["--recipe", "amos_lra", "--task", "image"]))
+    assert run.pretrain.epochs == 200 and run.finetune.epochs == 4
 
 
 def test_shipped_recipes_are_files_with_the_published_values():

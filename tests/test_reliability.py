@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_backbone_runs import tiny_arguments
+from tiny_backbone_runs import tiny_arguments, tiny_run
 
 from hf_spt.experiments.suites import grid_runner
 from hf_spt.experiments.suites.grid import Cell, parse_grid
@@ -101,9 +101,9 @@ def test_resumed_phase_counts_the_seconds_of_every_session(tmp_path):
 
 
 def test_validation_masks_are_fixed_across_evaluations_and_resumes(tmp_path):
-    data_args, model_args, *_ = tiny_arguments(tmp_path)
-    task = prepare_task(data_args, seed=0)
-    model = pretraining_model(build_config(task, model_args), "masked")
+    run = tiny_run(tmp_path)
+    task = prepare_task(run.task, seed=0)
+    model = pretraining_model(build_config(task, run.model), "masked")
 
     def trainer() -> PretrainTrainer:
         args = PretrainArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, mlm_probability=0.5,

@@ -14,6 +14,7 @@ from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, Mod
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import plan_run, prepare_task, run_experiment
 from hf_spt.experiments.run_plan import GPU_SIZED_FLOPS, announce_plan, step_flops
+from hf_spt.experiments.run_spec import RunSpec, resolve_run
 from hf_spt.tasks import task_preset
 from hf_spt.training.time_estimate import StepTimeEstimate, duration_text
 
@@ -61,27 +62,31 @@ def test_time_estimate_after_min_seconds_and_once_per_session(tmp_path, capsys, 
     assert [duration_text(s) for s in (42, 59.6, 3600 * 3 + 1250)] == ["42 s", "60 s", "3 h 21 min"]
 
 
-def tiny_task():
-    return prepare_task(DataArguments(task_options=dict(TINY_TASK)), seed=0)
+def tiny_run(output_dir, model: ModelArguments | None = None, exp: ExperimentArguments | None = None) -> RunSpec:
+    """The tiny Markov task's run with these model and experiment flags, resolved."""
+    return resolve_run(DataArguments(task_options=dict(TINY_TASK)), model or ModelArguments(),
+                       exp or ExperimentArguments(), SharedTrainingArguments(output_dir=str(output_dir), **QUIET))
+
+
+def tiny_task(output_dir):
+    return prepare_task(tiny_run(output_dir).task, seed=0)
 
 
 def test_gpu_sized_model_on_a_cpu_is_warned_with_the_small_settings(tmp_path, capsys):
     """The rule (6 x (parameters + layers x length x width) FLOPs a token, over 10^12 a step) tells the GPU presets
     from the CPU-sized ones."""
-    task = tiny_task()
-    listops = build_config(task, ModelArguments(**task_preset("listops").model))
-    markov = build_config(task, ModelArguments(**task_preset("markov").model))
+    task = tiny_task(tmp_path)
+    listops = build_config(task, tiny_run(tmp_path, ModelArguments(**task_preset("listops").model)).model)
+    markov = build_config(task, tiny_run(tmp_path, ModelArguments(**task_preset("markov").model)).model)
     assert step_flops(listops, 32, 2000)[0] > GPU_SIZED_FLOPS > step_flops(markov, 32, 100)[0] * 100
-    training = SharedTrainingArguments(output_dir=str(tmp_path), **QUIET)
-    exp = ExperimentArguments()
     long_rows = replace(task, preset=replace(task.preset, max_length=2000))
-    announce_plan(plan_run(long_rows, long_rows, listops, ModelArguments(), exp, training), long_rows)
+    announce_plan(plan_run(long_rows, long_rows, listops, tiny_run(tmp_path)), long_rows)
     printed = capsys.readouterr()
     assert "pretrain: 48 training rows, batch 32 per process: 2 steps/epoch x 25 epochs = 50 optimizer steps" in \
         printed.out
     assert printed.err.startswith("warning: a GPU-sized run on a CPU: 18,9")
     assert "run_lra.py --scale mini" in printed.err and "--num_hidden_layers 2 --hidden_size 64" in printed.err
-    scratch = plan_run(task, task, markov, ModelArguments(), ExperimentArguments(mode="scratch"), training)
+    scratch = plan_run(task, task, markov, tiny_run(tmp_path, exp=ExperimentArguments(mode="scratch")))
     announce_plan(scratch, task)
     printed = capsys.readouterr()
     assert "scratch: 48 training rows" in printed.out and printed.err == ""

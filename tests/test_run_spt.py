@@ -120,11 +120,12 @@ def phase_arguments_of(argv, tmp_path):
     """The Trainer arguments both phases would get from `argv` (built as the pipeline builds them)."""
     from hf_spt.experiments.phase_arguments import finetune_arguments, pretrain_arguments
     from hf_spt.experiments.pipeline import prepare_task
+    from hf_spt.experiments.run_spec import resolve_run
 
-    data, _, experiment, training = parse_arguments(argv)
-    task = prepare_task(data, training.seed)
-    return (pretrain_arguments(task, experiment, training, tmp_path / "pretrain"),
-            finetune_arguments(task, experiment, training, tmp_path / "spt", task.preset.num_labels))
+    spec = resolve_run(*parse_arguments(argv))
+    task = prepare_task(spec.task, spec.seed)
+    return (pretrain_arguments(task, spec.pretrain, tmp_path / "pretrain"),
+            finetune_arguments(task, spec.finetune, tmp_path / "spt", task.preset.num_labels))
 
 
 def test_training_arguments_flags_reach_both_phases_and_per_phase_flags_win(tmp_path):
@@ -246,18 +247,18 @@ def test_unread_setting_in_a_config_file_is_an_error_too(tmp_path):
 
 def test_device_defaults_on_a_cpu_and_on_an_accelerator(tmp_path, monkeypatch):
     """Pinned memory, non-blocking copies and widths a multiple of 8 on an accelerator only; a flag given wins."""
-    import hf_spt.experiments.phase_arguments as phase_arguments
+    import hf_spt.training.arguments as training_arguments
 
-    on_cpu, _ = phase_arguments_of(TINY, tmp_path)
-    assert (on_cpu.dataloader_pin_memory, on_cpu.pad_to_multiple_of, on_cpu.accelerator_config.non_blocking) == (
-        False, None, False)
-    monkeypatch.setattr(phase_arguments, "accelerator_available", lambda training: True)
-    kwargs = phase_arguments.trainer_kwargs(*parse_arguments(TINY)[2:], "pretrain", tmp_path, 32)
-    assert (kwargs["dataloader_pin_memory"], kwargs["pad_to_multiple_of"], kwargs["accelerator_config"]) == (
-        True, 8, {"non_blocking": True})
-    given = parse_arguments(TINY + ["--pad_to_multiple_of", "64", "--dataloader_pin_memory", "false"])
-    kwargs = phase_arguments.trainer_kwargs(*given[2:], "pretrain", tmp_path, 32)
-    assert (kwargs["dataloader_pin_memory"], kwargs["pad_to_multiple_of"]) == (False, 64)
+    for on_cpu in phase_arguments_of(TINY, tmp_path):
+        assert (on_cpu.dataloader_pin_memory, on_cpu.pad_to_multiple_of, on_cpu.accelerator_config.non_blocking) == (
+            False, None, False)
+    monkeypatch.setattr(training_arguments, "accelerator_available", lambda args: True)
+    for on_accelerator in phase_arguments_of(TINY, tmp_path):
+        assert (on_accelerator.dataloader_pin_memory, on_accelerator.pad_to_multiple_of,
+                on_accelerator.accelerator_config.non_blocking) == (True, 8, True)
+    for given in phase_arguments_of(TINY + ["--pad_to_multiple_of", "64", "--dataloader_pin_memory", "false"],
+                                    tmp_path):
+        assert (given.dataloader_pin_memory, given.pad_to_multiple_of) == (False, 64)
 
 
 def test_no_pin_memory_warning_without_an_accelerator(tmp_path):

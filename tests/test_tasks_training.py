@@ -13,8 +13,9 @@ from task_files import (SHORT_LISTOPS, write_aan, write_custom_csv, write_image_
 
 from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from hf_spt.experiments.model_config import build_config
-from hf_spt.experiments.phases import finetune, pretrain
+from hf_spt.experiments.phases import finetune_phase, pretrain_phase, run_phase
 from hf_spt.experiments.pipeline import prepare_pretrain_task, prepare_task, run_experiment
+from hf_spt.experiments.run_spec import resolve_run, task_requests
 from hf_spt.scripts import run_spt
 
 TINY_MODEL = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
@@ -49,11 +50,12 @@ def test_spt_then_finetune_runs_on_every_task(tmp_path, name):
     write, options = TASK_FILES[name]
     data_args = DataArguments(task=name, data_dir=str(write(tmp_path / "data")),
                               task_options={**options, "cache_dir": str(tmp_path / "cache")})
-    task = prepare_task(data_args, seed=0)
-    config = build_config(task, ModelArguments(**TINY_MODEL))
-    exp, training = tiny_experiment(tmp_path / "run")
-    spt = pretrain(task, config, exp, training, tmp_path / "run" / "pretrain")
-    arm = finetune(task, config, exp, training, tmp_path / "run" / "spt", "spt", init_from=tmp_path / "run" / "pretrain")
+    run = resolve_run(data_args, ModelArguments(**TINY_MODEL), *tiny_experiment(tmp_path / "run"))
+    task = prepare_task(run.task, seed=0)
+    config = build_config(task, run.model)
+    spt = run_phase(pretrain_phase(task, config, run.pretrain, tmp_path / "run" / "pretrain"))
+    arm = run_phase(finetune_phase(task, config, run.finetune, tmp_path / "run" / "spt", "spt",
+                                   init_from=tmp_path / "run" / "pretrain"))
     assert spt["eval_loss"] > 0 and 0 <= arm["test_accuracy"] <= 1
     assert config.two_tower == (name == "retrieval")
 
@@ -63,8 +65,9 @@ def test_generated_pathfinder_pretrains_the_image_task(tmp_path):
                               task_options={"image_size": 32}, pretrain_task="pathfinder",
                               pretrain_task_options={"num_images": 48, "cache_dir": str(tmp_path / "cache")})
     results = run_experiment(data_args, ModelArguments(**TINY_MODEL), *tiny_experiment(tmp_path / "run"))
-    pathfinder_rows = len(prepare_pretrain_task(data_args, prepare_task(data_args, 0), 0).dataset["train"])
-    image_rows = len(prepare_task(data_args, 0).dataset["train"])
+    image, pathfinder = task_requests(data_args)
+    pathfinder_rows = len(prepare_pretrain_task(pathfinder, prepare_task(image, 0), 0).dataset["train"])
+    image_rows = len(prepare_task(image, 0).dataset["train"])
     steps = {rows: -(-rows // 8) for rows in (pathfinder_rows, image_rows)}  # one epoch of batch 8
     assert steps[pathfinder_rows] != steps[image_rows], "the two data sets must give different step counts"
     pretrain_log = json.loads((tmp_path / "run" / "pretrain" / "log_history.json").read_text())
@@ -79,9 +82,10 @@ def test_cross_task_spt_with_another_vocabulary_fails_clearly(tmp_path):
     text_args = DataArguments(task="text", data_dir=str(write_imdb(tmp_path / "aclImdb")),
                               task_options={"max_length": 64}, pretrain_task="pathfinder",
                               pretrain_task_options={"num_images": 4, "cache_dir": str(tmp_path / "cache")})
-    task = prepare_task(text_args, seed=0)
+    text, pathfinder = task_requests(text_args)
+    task = prepare_task(text, seed=0)
     with pytest.raises(ValueError, match="different vocabulary"):
-        prepare_pretrain_task(text_args, task, seed=0)
+        prepare_pretrain_task(pathfinder, task, seed=0)
 
 
 def test_user_csv_with_string_labels_runs_through_run_spt_in_compare_mode(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_spt_cli
-from tiny_backbone_runs import tiny_arguments
+from tiny_backbone_runs import tiny_arguments, tiny_run
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
@@ -146,11 +146,11 @@ def test_max_length_outside_its_range_is_rejected(tmp_path, max_length):
 
 
 def test_a_given_masking_rate_is_used_as_given(tmp_path):
-    data_args, _, exp, training = tiny_arguments(tmp_path)
-    task = prepare_task(data_args, seed=0)
-    assert pretrain_arguments(task, exp, training, tmp_path).mlm_probability == task.preset.mlm_probability
-    exp.mlm_probability = 0.5
-    assert pretrain_arguments(task, exp, training, tmp_path).mlm_probability == 0.5
+    run = tiny_run(tmp_path)
+    task = prepare_task(run.task, seed=0)
+    assert pretrain_arguments(task, run.pretrain, tmp_path).mlm_probability == task.preset.mlm_probability
+    given = tiny_run(tmp_path, mlm_probability=0.5)
+    assert pretrain_arguments(task, given.pretrain, tmp_path).mlm_probability == 0.5
 
 
 def test_a_single_class_train_file_is_an_error_naming_file_and_class(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tiny_backbone_runs import tiny_arguments
+from tiny_backbone_runs import tiny_run
 
 from conftest import run_spt_cli
 
@@ -21,6 +21,7 @@ from hf_spt.experiments.arguments import DataArguments
 from hf_spt.experiments.exit_status import USER_ERROR_STATUS, run_cli
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import prepare_task
+from hf_spt.experiments.run_spec import TaskRequest, task_requests
 from hf_spt.tasks import load_task
 from hf_spt.tasks.common import DataFormatError
 from hf_spt.tasks.custom import MAX_IMPLIED_LENGTH
@@ -79,17 +80,22 @@ def test_unknown_task_option_lists_the_valid_ones():
         load_task("markov", num_trian=10)  # before: a bare TypeError
 
 
+def task_request(data_args: DataArguments) -> TaskRequest:
+    """The task `data_args` ask for, as a run resolves it (`run_spec.task_requests`)."""
+    return task_requests(data_args)[0]
+
+
 def test_missing_init_from_folder_says_no_such_folder(tmp_path):
-    data_args, model_args, *_ = tiny_arguments(tmp_path)
-    config = build_config(prepare_task(data_args, seed=0), model_args)
+    run = tiny_run(tmp_path)
+    config = build_config(prepare_task(run.task, seed=0), run.model)
     for missing in (tmp_path / "runs" / "pretrain", "runs/x/pretrain", "./pretrain"):
         with pytest.raises(FileNotFoundError, match=f"No such folder: {missing}"):
             classification_model(config, missing)  # before: advised unsetting HF_HUB_OFFLINE
 
 
 def test_corrupt_safetensors_names_the_file_and_the_fix(tmp_path):
-    data_args, model_args, *_ = tiny_arguments(tmp_path)
-    config = build_config(prepare_task(data_args, seed=0), model_args)
+    run = tiny_run(tmp_path)
+    config = build_config(prepare_task(run.task, seed=0), run.model)
     pretraining_model(config, "masked").save_pretrained(tmp_path / "pretrain")
     weights = tmp_path / "pretrain" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
@@ -147,11 +153,11 @@ def test_a_huge_row_stops_before_sizing_the_model_and_max_length_truncation_take
                           f"than the {MAX_IMPLIED_LENGTH} a data file may set as the length by itself. Pass "
                           "--max_length N --truncation")
     data_args = DataArguments(task="custom", train_file=str(tmp_path / "train.csv"), max_length=64, truncation=True)
-    task = prepare_task(data_args, seed=0)
+    task = prepare_task(task_request(data_args), seed=0)
     assert task.preset.max_length == 64
     assert max(len(ids) for split in task.dataset.values() for ids in split["input_ids"]) == 64
     data_args.max_length, data_args.truncation = 200_000, False  # a length given is used as given
-    assert prepare_task(data_args, seed=0).preset.max_length == 200_000
+    assert prepare_task(task_request(data_args), seed=0).preset.max_length == 200_000
 
 
 def test_jsonl_labels_mixing_strings_and_integers_name_a_row_of_each(tmp_path, capsys):
@@ -175,12 +181,10 @@ def test_a_non_text_jsonl_cell_names_file_and_row(tmp_path, cell, shown):
 
 
 def test_custom_files_come_from_task_options_or_flags_and_never_both_differently():
-    from hf_spt.experiments.pipeline import task_options
-
     from_grid = DataArguments(task="custom", task_options={"train_file": "a.csv", "text_column": "sentence"})
-    assert task_options(from_grid, "custom")["train_file"] == "a.csv"  # a flag at its default does not overwrite
-    assert task_options(from_grid, "custom")["text_column"] == "sentence"
+    assert task_request(from_grid).options["train_file"] == "a.csv"  # a flag at its default does not overwrite
+    assert task_request(from_grid).options["text_column"] == "sentence"
     both = DataArguments(task="custom", train_file="b.csv", task_options={"train_file": "a.csv"})
     with pytest.raises(UserInputError, match="--train_file 'b.csv' and --task_options' train_file 'a.csv'"):
-        task_options(both, "custom")
-    assert task_options(DataArguments(task="custom", train_file="b.csv"), "custom")["train_file"] == "b.csv"
+        task_request(both)
+    assert task_request(DataArguments(task="custom", train_file="b.csv")).options["train_file"] == "b.csv"

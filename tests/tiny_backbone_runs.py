@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from hf_spt.experiments.run_spec import RunSpec, resolve_run
 
 TINY_TASK = {"num_train": 48, "num_validation": 16, "num_test": 16, "length": 16, "num_symbols": 16}
 QUIET = {"report_to": "none", "disable_tqdm": True, "use_cpu": True}
@@ -25,3 +26,8 @@ def tiny_arguments(
         ExperimentArguments(pretrain_epochs=1, finetune_epochs=1, **experiment),
         SharedTrainingArguments(output_dir=str(output_dir), **QUIET, **training),
     )
+
+
+def tiny_run(output_dir, **model) -> RunSpec:
+    """`tiny_arguments`' groups resolved into the run they ask for (`run_spec.resolve_run`)."""
+    return resolve_run(*tiny_arguments(output_dir, **model))

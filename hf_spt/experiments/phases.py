@@ -8,7 +8,7 @@ entry point plans its phases here (`pipeline.plan_run` for `run_spt.py`'s modes,
 the grid, the LRA suite and the budget studies), checks every folder once, then calls `run_phase`, which trains the
 phase or returns its result when it is finished. A phase records its definition before it trains; one that fails
 before its first checkpoint removes what it wrote, and an interrupted one resumes from its newest checkpoint
-(`training.resume`).
+(`runs.resume`).
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ from ..runs.provenance import run_provenance
 from ..tasks import Task
 from ..training.finetune_trainer import FinetuneTrainer
 from ..training.lora import parameter_counts
+from ..training.lora_adapters import adapter_provenance, with_adapters
 from ..training.model_card import SptModelCardData
 from ..training.model_factory import classification_model, pretraining_collator, pretraining_model
 from ..training.parts import freeze_parts as freeze_model_parts
 from ..training.parts import load_partial_weights
 from ..training.pretrain_trainer import PretrainTrainer
-from ..training.resume import train_resuming
+from ..runs.resume import train_resuming
 from .arms import Arm, check_spt_weights_source
 from .card_provenance import phase_card_data
-from .lora_finetuning import adapter_provenance, with_adapters
 from .model_config import build_config, fit_to_checkpoint
 from .phase_arguments import finetune_arguments, masking_rate, pretrain_arguments
 from .run_spec import ModelSpec, PhaseSpec
@@ -93,7 +93,7 @@ def finetune_phase(
     `init_parts` ("qk", "attention,mlp"...): hybrid init, a fresh model given only those parts of
     `init_from`. `freeze_parts`: parts kept at their initial values. `epochs` overrides the
     fine-tuning epochs (the compute-matched scratch arm). `method`: "full" or "lora" (default:
-    the spec's `finetune_method`); with LoRA only adapters and the head train (`lora_finetuning.with_adapters`).
+    the spec's `finetune_method`); with LoRA only adapters and the head train (`training.lora_adapters.with_adapters`).
     `source_definition`: the definition of the phase `init_from` holds, when this run has yet to train it.
     """
     check_spt_weights_source(init_parts, init_from is not None, "init_parts", "pass init_from, the SPT checkpoint")

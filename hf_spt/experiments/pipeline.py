@@ -4,7 +4,7 @@ Output layout under `output_dir`:
     pretrain/   SPT phase: Trainer checkpoints, and the best-validation MLM model at its root
     spt/        fine-tuned from pretrain/ (arm "spt")
     scratch/    fine-tuned from random init (arm "scratch")
-    pretrained_lora/, pretrained_full/   --mode lora_comparison's other arms (see lora_finetuning.py)
+    pretrained_lora/, pretrained_full/   --mode lora_comparison's other arms (see training/lora_adapters.py)
     results.json, results.md   every finished arm in the folder (see run_results.py)
 Each phase folder records what defines the phase (`phase_definition.json`, written before it
 trains, and removed again with all the phase wrote when it fails before its first checkpoint)

@@ -1,6 +1,6 @@
-"""LoRA fine-tuning arms of the pipeline: adapters through `peft`, a loadable base next to them.
+"""LoRA fine-tuning arms: adapters through `peft` on a classifier, and a loadable base folder next to them.
 
-`--finetune_method lora` fine-tunes every arm of a run with LoRA adapters (`training.lora.apply_lora`:
+`--finetune_method lora` fine-tunes every arm of a run with LoRA adapters (`lora.apply_lora`:
 the run's LoRA settings, `run_spec.PhaseSpec.lora`, the classifier head trained in full, every other weight frozen).
 The arm's folder then holds what `peft` saves (`adapter_model.safetensors`, `adapter_config.json`:
 adapters plus the trained head) and a `base/` folder: the classifier the adapters were trained on,
@@ -27,7 +27,7 @@ from accelerate import PartialState
 from torch import nn
 from transformers import PreTrainedModel
 
-from ..training.lora import apply_lora
+from .lora import apply_lora
 
 BASE_FOLDER = "base"
 

@@ -3,7 +3,8 @@ checkpoint, or, when that checkpoint was saved as training ended, finish from it
 
 `train_resuming` is what every phase calls in place of `Trainer.train`. The end-of-training path reaches into
 the Trainer's own loading (`_load_best_model`, `_load_from_checkpoint`): what `Trainer.train` does after its loop,
-kept here, beside the Trainer, so that the experiments layer never touches a Trainer's private methods.
+kept here, beside the folder's checkpoints (`folder.resume_checkpoint`), so that the experiments layer never
+touches a Trainer's private methods.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from pathlib import Path
 
 from transformers import Trainer, TrainerState
 
-from ..runs.folder import TRAINER_STATE_NAME, ElapsedTime, resume_checkpoint
-from .time_estimate import StepTimeEstimate
+from ..training.time_estimate import StepTimeEstimate
+from .folder import TRAINER_STATE_NAME, ElapsedTime, resume_checkpoint
 
 
 def train_resuming(trainer: Trainer, folder: Path) -> ElapsedTime:
