@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hf_spt.experiments.suites.arm_labels import ARM_COLOURS, arm_colour, arm_words, config_words
+from hf_spt.reports.arm_labels import ARM_COLOURS, arm_colour, arm_words, config_words
 
 
 def test_arms_read_as_the_docs_name_them():

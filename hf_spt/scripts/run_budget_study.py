@@ -39,13 +39,14 @@ from pathlib import Path
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
-from hf_spt.experiments.suites.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
+from hf_spt.reports.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
 from hf_spt.experiments.suites.budget_study import (checkpoint_rows, seeds_on_record, shipped_study_configs, study_evidence,
                                                     study_grid, study_names, study_rows, summarize_study)
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
-from hf_spt.experiments.suites.compute_report import combined_curves, grid_compute_curves, write_compute_report
+from hf_spt.experiments.suites.compute_curves import combined_curves, grid_compute_curves
+from hf_spt.reports.compute_report import write_compute_report
 from hf_spt.experiments.suites.grid import cells, check_trainer_settings_of, pretrain_jobs
 from hf_spt.value_checks import POSITIVE_INT, check_declared
 

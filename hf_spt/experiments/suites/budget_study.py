@@ -29,14 +29,14 @@ from typing import Any
 from ...analysis.checkpoint_probe import probe_checkpoint
 from ...atomic_files import write_json
 from ...errors import UserInputError
+from ...reports.paired_seeds import paired_difference, seed_pool
+from ...reports.seed_tables import mean_std
 from ...runs.folder import PHASE_RESULT_NAME, read_json
 from ...runs.provenance import recorded_provenance
 from ...training.dataset_columns import input_lengths
 from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining
-from .paired_seeds import paired_difference, seed_pool
-from .seed_tables import mean_std
 from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, parse_grid, pretrain_jobs
 from .run_records import read_record
 

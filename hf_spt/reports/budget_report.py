@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...analysis.plotting import saved_figure
-from ...atomic_files import write_json, write_text
-from ...errors import UserInputError
-from ...runs.folder import read_json
-from ...runs.provenance import PROVENANCE_KEYS
+from ..analysis.plotting import saved_figure
+from ..atomic_files import write_json, write_text
+from ..errors import UserInputError
+from ..runs.folder import read_json
+from ..runs.provenance import PROVENANCE_KEYS
 from .arm_labels import arm_colour, arm_words, config_words
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_table
 from .report_sources import join_by_config
@@ -117,8 +117,8 @@ def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[st
                    evidence: dict[str, list[dict[str, Any]]]) -> str:
     """One table per configuration: a row per pretraining budget with both controls and the gains, the
     checkpoint's losses and proximity; then scratch and the control arms; then SPT's differences paired by seed
-    (`evidence`: `budget_study.study_evidence`'s); last, the pools over a study's configurations. First, how many
-    paired intervals all this prints and how many exclude 0."""
+    (`evidence`: `experiments.suites.budget_study.study_evidence`'s); last, the pools over a study's
+    configurations. First, how many paired intervals all this prints and how many exclude 0."""
     lines = [_interval_line(evidence), ""]
     scopes = set(summary)
     for config, entry in summary.items():
@@ -221,9 +221,9 @@ out gets a panel of its own (`paired_panels`)."""
 
 
 def paired_panels(evidence: dict[str, list[dict[str, Any]]]) -> list[PairedPanel]:
-    """The panels of `budget_study_paired.png` for `evidence` (`budget_study.study_evidence`'s): each of
-    `DOCS_PANELS` with a configuration in it (those it holds), then for each pooled study of several configurations
-    that no panel drew, its configurations and its pool."""
+    """The panels of `budget_study_paired.png` for `evidence` (`experiments.suites.budget_study.study_evidence`'s):
+    each of `DOCS_PANELS` with a configuration in it (those it holds), then for each pooled study of several
+    configurations that no panel drew, its configurations and its pool."""
     held = {c["config"] for c in evidence["paired"]}
     panels = [PairedPanel(panel.title, {config: label for config, label in panel.configs.items() if config in held},
                           panel.pools) for panel in DOCS_PANELS if held & set(panel.configs)]
@@ -312,8 +312,8 @@ def _legend_beside(axis: Any) -> None:
 
 def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], summary: dict[str, Any],
                        evidence: dict[str, list[dict[str, Any]]], output_dir: Path) -> None:
-    """Write the rows, checkpoint probes, tables (with `evidence`, `budget_study.study_evidence`'s) and figure
-    into `output_dir`."""
+    """Write the rows, checkpoint probes, tables (with `evidence`, `experiments.suites.budget_study.study_evidence`'s)
+    and figure into `output_dir`."""
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
     write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints, evidence))
