@@ -359,7 +359,7 @@ def test_the_paired_figure_draws_the_readme_configurations_and_pools(tmp_path):
 def test_the_paired_figure_draws_each_study_of_several_configurations(tmp_path):
     """`budget_study_paired.png` of a study of the user's: one panel per study that pools several configurations,
     none for a lone one."""
-    from hf_spt.reports.budget_report import PAIRED_PLOT_NAME, write_study_report
+    from hf_spt.reports.budget_report import PAIRED_PLOT_NAME, paired_panels, write_study_report
 
     rows = []
     for config, gain in (("a", 0.05), ("b", 0.10), ("lone", 0.0)):
@@ -372,4 +372,6 @@ def test_the_paired_figure_draws_each_study_of_several_configurations(tmp_path):
     evidence = study_evidence(rows, {"two_configs": ["a", "b"], "one_config": ["lone"]})
     write_study_report(rows, [], summarize_study(rows), evidence, tmp_path)
     assert {entry["scope"] for entry in evidence["pooled"] if len(entry["configs"]) > 1} == {"two_configs"}
+    # a configuration's label: the title its study file gives it (passed in), else its code name
+    assert [panel.configs for panel in paired_panels(evidence, {"a": "config A"})] == [{"a": "config A", "b": "b"}]
     assert (tmp_path / PAIRED_PLOT_NAME).stat().st_size > 0

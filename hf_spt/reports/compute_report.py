@@ -18,6 +18,7 @@ run folder.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..analysis.compute import ArmCurve, ComputeCurve, arm_curve
@@ -82,9 +83,10 @@ def compute_markdown(curves: list[ComputeCurve]) -> str:
     return "\n".join(out)
 
 
-def plot_compute(curves: list[ComputeCurve], config: str, path: Path) -> None:
+def plot_compute(curves: list[ComputeCurve], config: str, path: Path, titles: Mapping[str, str] | None = None) -> None:
     """Validation accuracy against cumulative training FLOPs of one configuration's arms, and the test accuracy of
-    each run's kept checkpoint at its compute (module docstring)."""
+    each run's kept checkpoint at its compute (module docstring), titled by `titles` ({configuration: its study
+    file's title}; else its code name)."""
     from matplotlib.lines import Line2D
 
     arms = by_config(curves)[config]
@@ -116,7 +118,7 @@ def plot_compute(curves: list[ComputeCurve], config: str, path: Path) -> None:
         axis.set(xscale="log", ylim=(0, 102))
         axis.set_xlabel("cumulative training FLOPs (pretraining included; dotted: pretraining's cost)", fontsize=10)
         axis.set_ylabel("accuracy (%): validation curves, test diamonds", fontsize=10)
-        axis.set_title(f"{config_words(config)}: accuracy against compute", fontsize=11)
+        axis.set_title(f"{config_words(config, titles)}: accuracy against compute", fontsize=11)
         axis.tick_params(labelsize=10)
         handles, labels = axis.get_legend_handles_labels()
         handles += [Line2D([], [], linestyle="none", marker="D", markersize=5, markerfacecolor="none", color="black"),
@@ -127,8 +129,10 @@ def plot_compute(curves: list[ComputeCurve], config: str, path: Path) -> None:
                     title="validation: thick, mean best-so-far;\nband, lowest to highest seed;\nthin, each seed")
 
 
-def write_compute_report(curves: list[ComputeCurve], output_dir: str | Path, prefix: str) -> list[Path]:
-    """Write `<prefix>_compute.{json,md}` and one `<prefix>_compute_<config>.png` per configuration; the files."""
+def write_compute_report(curves: list[ComputeCurve], output_dir: str | Path, prefix: str,
+                         titles: Mapping[str, str] | None = None) -> list[Path]:
+    """Write `<prefix>_compute.{json,md}` and one `<prefix>_compute_<config>.png` per configuration (titled by
+    `titles`, `plot_compute`); the files."""
     if not curves:
         raise UserInputError(f"No finished fine-tuning run with a per-epoch validation record under {output_dir}: "
                              "nothing to draw.")
@@ -138,7 +142,7 @@ def write_compute_report(curves: list[ComputeCurve], output_dir: str | Path, pre
     write_text(written[1], f"# Accuracy against compute\n\n{compute_markdown(curves)}")
     for config in by_config(curves):
         written.append(output_dir / f"{prefix}_compute_{config}.png")
-        plot_compute(curves, config, written[-1])
+        plot_compute(curves, config, written[-1], titles)
     return written
 
 

@@ -26,6 +26,7 @@ from transformers import HfArgumentParser
 
 from hf_spt.errors import MissingInputError, UserInputError
 from hf_spt.experiments.exit_status import run_cli
+from hf_spt.experiments.suites.budget_study import shipped_study_titles
 from hf_spt.experiments.suites.compute_curves import combined_curves
 from hf_spt.reports.compute_report import write_compute_report
 from hf_spt.runs.folder import check_writable_folder
@@ -59,7 +60,7 @@ def run(args: ComputeCurveArguments) -> None:
     if not curves:
         raise UserInputError(f"--runs {args.runs}: no finished fine-tuning run with a per-epoch validation record "
                              "there, so nothing to draw.")
-    written = write_compute_report(curves, output_dir, args.prefix)
+    written = write_compute_report(curves, output_dir, args.prefix, shipped_study_titles())  # figures' titles
     print("\n".join(map(str, written)))
     print(written[1].read_text())
 
