@@ -18,7 +18,7 @@ from ...errors import MissingInputError
 from ...reports.compute_report import read_compute_curves
 from ...reports.report_sources import join_by_config
 from ...runs.folder import PHASE_RESULT_NAME, read_json
-from ...training.pretrain_trainer import input_lengths
+from ...training.dataset_columns import input_lengths
 from ..arguments import DataArguments
 from ..phases import LOG_HISTORY_NAME
 from ..pipeline import prepare_pretrain_task, prepare_task
