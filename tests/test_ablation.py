@@ -15,8 +15,8 @@ import hf_spt.experiments.suites.grid_runner as grid_runner
 from conftest import CellRecorder
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
-from hf_spt.experiments.suites.grid_report import gain_recovered
-from hf_spt.experiments.suites.seed_tables import summarize
+from hf_spt.reports.grid_report import gain_recovered
+from hf_spt.reports.seed_tables import summarize
 from hf_spt.runs.folder import PHASE_RESULT_NAME
 
 DEFAULT_GRID = Path(__file__).parent.parent / "hf_spt" / "scripts" / "ablation_default.yaml"

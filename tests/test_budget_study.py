@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.suites.budget_report import combined_reports, study_markdown
+from hf_spt.reports.budget_report import combined_reports, study_markdown
 from hf_spt.experiments.suites.budget_study import arm_kind, study_evidence, study_grid, study_names, summarize_study
 from hf_spt.experiments.suites.grid import Arm, parse_grid
 from hf_spt.experiments.phases import LOG_HISTORY_NAME
@@ -264,7 +264,7 @@ def test_checkpoints_of_two_depths_are_reported_apart():
 
 def test_a_study_without_spt_budget_writes_its_table_without_the_figure(tmp_path):
     """Scratch-only arms (e.g. a model-selection check) have no gain to plot against tokens: table, no figure."""
-    from hf_spt.experiments.suites.budget_report import write_study_report
+    from hf_spt.reports.budget_report import write_study_report
     rows = [{"task": "pathfinder", "config": "c", "arm": "scratch", "arm_name": "scratch", "seed": 0,
              "test_accuracy": 0.55, "eval_accuracy": 0.5, "pretrain_epochs": None, "pretrain_tokens": 0,
              "budget_tokens": 0, "num_layers": 1}]
@@ -333,7 +333,7 @@ def test_the_paired_figure_draws_the_readme_configurations_and_pools(tmp_path):
     """The README's table as panels: every length configuration (32x32 at both budgets included) with 8x8's pool
     over its budgets right after its rows, the labelled-data sizes with their study's pool; the length study's pool
     of 8x8 with 16x16, which the text never cites, is not drawn; nor is a configuration of no panel."""
-    from hf_spt.experiments.suites.budget_report import PAIRED_PLOT_NAME, _panel_rows, paired_panels, write_study_report
+    from hf_spt.reports.budget_report import PAIRED_PLOT_NAME, _panel_rows, paired_panels, write_study_report
 
     rows = [*_paired_rows({"digits8": 0.0, "digits16": 0.05}, budgets=(100, 400)),
             *_paired_rows({"digits32": -0.04, "digits32_e40": -0.04, "digits16_n600": 0.1, "digits16_n300": 0.1,
@@ -359,7 +359,7 @@ def test_the_paired_figure_draws_the_readme_configurations_and_pools(tmp_path):
 def test_the_paired_figure_draws_each_study_of_several_configurations(tmp_path):
     """`budget_study_paired.png` of a study of the user's: one panel per study that pools several configurations,
     none for a lone one."""
-    from hf_spt.experiments.suites.budget_report import PAIRED_PLOT_NAME, write_study_report
+    from hf_spt.reports.budget_report import PAIRED_PLOT_NAME, paired_panels, write_study_report
 
     rows = []
     for config, gain in (("a", 0.05), ("b", 0.10), ("lone", 0.0)):
@@ -372,4 +372,6 @@ def test_the_paired_figure_draws_each_study_of_several_configurations(tmp_path):
     evidence = study_evidence(rows, {"two_configs": ["a", "b"], "one_config": ["lone"]})
     write_study_report(rows, [], summarize_study(rows), evidence, tmp_path)
     assert {entry["scope"] for entry in evidence["pooled"] if len(entry["configs"]) > 1} == {"two_configs"}
+    # a configuration's label: the title its study file gives it (passed in), else its code name
+    assert [panel.configs for panel in paired_panels(evidence, {"a": "config A"})] == [{"a": "config A", "b": "b"}]
     assert (tmp_path / PAIRED_PLOT_NAME).stat().st_size > 0

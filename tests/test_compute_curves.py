@@ -14,7 +14,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from hf_spt.analysis.compute import ComputeCurve, arm_curve, epoch_accuracies, forward_flops, training_flops
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.suites.compute_report import compute_markdown, read_compute_curves
+from hf_spt.reports.compute_report import compute_markdown, read_compute_curves
 from hf_spt.models import SptConfig, SptForMaskedLM, SptForSequenceClassification
 from hf_spt.scripts import run_budget_study, run_compute_curves
 from hf_spt.tasks import load_task
@@ -66,8 +66,8 @@ def test_reports_round_halves_up_and_print_the_same_digits_in_every_table():
     """86.25, 88.5, 84% has a mean of 86.25 and a std of exactly 2.25 points; a reader rounds them to 86.3 and
     2.3, and so must both tables of a study (float arithmetic printed with `:.1f` gave 86.2 and, depending on
     whether percent came first, 2.2 or 2.3). 64.0 and 63.5% average 63.75: "63.8"."""
-    from hf_spt.experiments.suites.budget_report import _pct, _points
-    from hf_spt.experiments.suites.seed_tables import mean_std
+    from hf_spt.reports.budget_report import _pct, _points
+    from hf_spt.reports.seed_tables import mean_std
 
     tests = [0.8625, 0.885, 0.84]
     curves = [ComputeCurve("c", "spt", seed, 0.0, 1.0, [(1.0, 0.5)], test) for seed, test in enumerate(tests)]
@@ -79,8 +79,8 @@ def test_reports_round_halves_up_and_print_the_same_digits_in_every_table():
 
 def test_one_seed_has_no_spread_in_any_table():
     """A std over one seed is undefined: "n/a", not "± 0.0", in the budget and compute tables."""
-    from hf_spt.experiments.suites.budget_report import _pct
-    from hf_spt.experiments.suites.seed_tables import mean_std
+    from hf_spt.reports.budget_report import _pct
+    from hf_spt.reports.seed_tables import mean_std
 
     assert _pct(mean_std([0.55])) == "55.0 ± n/a (1)"
     assert "| 55.0 ± n/a |" in compute_markdown([ComputeCurve("c", "spt", 0, 0.0, 1.0, [(1.0, 0.5)], 0.55)])

@@ -1,8 +1,9 @@
 """The package's layers hold: no module imports a module of a higher layer.
 
-errors, value checks and atomic files (0) -> models (1) -> training (2) -> tasks and analysis (3) -> runs (4) ->
-experiments (5), and inside experiments its `suites` above the rest -> the commands (6: `scripts`, and `cli`, which
-runs them). A module may import its own layer and the layers below; `hf_spt/__init__.py` (the public API) may import
+errors, value checks and atomic files (0) -> models (1) -> training (2) -> tasks and analysis (3) -> runs and
+reports (4: `reports` draws tables and figures from results passed in, and reads finished records as `runs` defines
+them) -> experiments (5), and inside experiments its `suites` above the rest -> the commands (6: `scripts`, and `cli`,
+which runs them). A module may import its own layer and the layers below; `hf_spt/__init__.py` (the public API) may import
 any.
 """
 
@@ -15,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hf_spt"
 LAYERS = {"errors": 0, "value_checks": 0, "atomic_files": 0, "models": 1, "training": 2, "tasks": 3, "analysis": 3,
-          "runs": 4, "experiments": 5, "scripts": 6, "cli": 6}
+          "runs": 4, "reports": 4, "experiments": 5, "scripts": 6, "cli": 6}
 SUITES = "hf_spt.experiments.suites"
 MAX_LINES = 400
 
@@ -72,14 +73,23 @@ def test_only_suites_import_suites():
         assert not suites, f"{path.relative_to(PACKAGE)} imports {suites}: suites build on the rest, never the reverse"
 
 
-SHARED_SUITE_MODULES = ("grid", "grid_runner", "grid_report", "seed_tables", "paired_seeds", "arm_labels", "run_records",
-                        "report_sources")
-"""What every suite builds on: what a grid is, the grid runner, and the report helpers they share."""
+def test_reports_sit_above_runs():
+    """`runs` and `reports` share layer 4, but only one way: a report reads what a run folder holds, a run folder
+    never draws a report (and the reports, below experiments, never run anything)."""
+    for path in (PACKAGE / "runs").rglob("*.py"):
+        reports = [name for name in imported_modules(path.read_text(), package_of(path))
+                   if name.startswith("hf_spt.reports")]
+        assert not reports, f"{path.relative_to(PACKAGE)} imports {reports}: reports build on runs, never the reverse"
+
+
+SHARED_SUITE_MODULES = ("grid", "grid_runner", "run_records")
+"""What every suite builds on: what a grid is, the grid runner, and reading a finished run's record (the reports they
+share live in `hf_spt.reports`)."""
 
 
 def test_no_suite_imports_another_suite():
-    """A suite (the LRA suite, the budget study, the compute report, the analysis of a run) imports the shared
-    modules and its own (`lra` -> `lra_report`), never another suite's."""
+    """A suite (the LRA suite, the budget study, the compute curves, the analysis of a run) imports the shared
+    modules and its own, never another suite's."""
     for path in (PACKAGE / "experiments" / "suites").glob("*.py"):
         if path.stem in SHARED_SUITE_MODULES or path.stem == "__init__":
             continue

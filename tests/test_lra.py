@@ -15,7 +15,7 @@ from hf_spt.experiments.suites.grid import parse_grid
 from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from hf_spt.experiments.run_spec import resolve_run
 from hf_spt.experiments.suites.lra import ARMS, LraSuite, lra_grid, run_lra_suite, runnable_tasks, step_counts
-from hf_spt.experiments.suites.lra_report import PUBLISHED_SCRATCH, lra_table, markdown
+from hf_spt.reports.lra_report import PUBLISHED_SCRATCH, lra_table, markdown
 from hf_spt.experiments.settings_files import recipe_settings
 from hf_spt.tasks.lra_data import find_lra_data, missing_data_report
 from conftest import CellRecorder

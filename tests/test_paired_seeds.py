@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hf_spt.experiments.suites.budget_study import paired_comparisons, shipped_study_configs, study_evidence
-from hf_spt.experiments.suites.paired_seeds import (PairedDifference, interval_count, paired_cells, paired_difference,
+from hf_spt.reports.paired_seeds import (PairedDifference, interval_count, paired_cells, paired_difference,
                                                     seed_pool, t_quantile)
 
 COMMITTED_ROWS = Path(__file__).resolve().parent.parent / "docs" / "lra" / "budget_study.json"
@@ -137,8 +137,8 @@ def test_the_study_pairs_each_pretrained_arm_with_the_controls_of_its_depth_and_
 
 
 def test_the_grid_and_lra_reports_pair_spt_with_their_controls():
-    from hf_spt.experiments.suites.grid_report import paired_markdown
-    from hf_spt.experiments.suites.lra_report import lra_table, markdown
+    from hf_spt.reports.grid_report import paired_markdown
+    from hf_spt.reports.lra_report import lra_table, markdown
 
     rows = [{"task": "listops", "arm": arm, "seed": seed, "test_accuracy": accuracy, "seconds": 1.0}
             for seed in (0, 1) for arm, accuracy in (("scratch", 0.30), ("scratch_compute_matched", 0.31 + 0.01 * seed),

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.grid import load_grid
-from hf_spt.experiments.suites.grid_report import RESULTS_MD_NAME
+from hf_spt.reports.grid_report import RESULTS_MD_NAME
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field

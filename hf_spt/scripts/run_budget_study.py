@@ -39,13 +39,15 @@ from pathlib import Path
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
-from hf_spt.experiments.suites.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
-from hf_spt.experiments.suites.budget_study import (checkpoint_rows, seeds_on_record, shipped_study_configs, study_evidence,
-                                                    study_grid, study_names, study_rows, summarize_study)
+from hf_spt.reports.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
+from hf_spt.experiments.suites.budget_study import (checkpoint_rows, seeds_on_record, shipped_study_configs,
+                                                    shipped_study_titles, study_evidence, study_grid, study_names,
+                                                    study_rows, study_titles, summarize_study)
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
-from hf_spt.experiments.suites.compute_report import combined_curves, grid_compute_curves, write_compute_report
+from hf_spt.experiments.suites.compute_curves import combined_curves, grid_compute_curves
+from hf_spt.reports.compute_report import write_compute_report
 from hf_spt.experiments.suites.grid import cells, check_trainer_settings_of, pretrain_jobs
 from hf_spt.value_checks import POSITIVE_INT, check_declared
 
@@ -102,8 +104,9 @@ def run(args: BudgetStudyArguments) -> None:
         if not args.output_dir:
             raise UserInputError("--combine writes the combined report into --output_dir: give one.")
         rows, checkpoints = combined_reports(args.combined_folders, args.replaced_configs, args.added_configs)
+        titles = shipped_study_titles()  # the figures name each configuration as its study file does
         write_study_report(rows, checkpoints, summarize_study(rows), study_evidence(rows, shipped_study_configs()),
-                           Path(args.output_dir))
+                           Path(args.output_dir), titles)
         compute = [Path(folder) / f"{COMPUTE_PREFIX}_compute.json" for folder in args.combined_folders]
         for missing in (path for path in compute if not path.is_file()):
             print(f"{missing.parent}: no compute report (a study run before it existed: rerun its command, which "
@@ -111,7 +114,7 @@ def run(args: BudgetStudyArguments) -> None:
         if any(path.is_file() for path in compute):
             curves = combined_curves([path for path in compute if path.is_file()], args.replaced_configs,
                                      args.added_configs)
-            write_compute_report(curves, args.output_dir, COMPUTE_PREFIX)
+            write_compute_report(curves, args.output_dir, COMPUTE_PREFIX, titles)
         print((Path(args.output_dir) / STUDY_MD_NAME).read_text())
         return
     set_torch_threads(args.torch_threads)
@@ -135,9 +138,11 @@ def run(args: BudgetStudyArguments) -> None:
 
     if PartialState().is_main_process:
         rows = study_rows(grid)
+        titles = shipped_study_titles() | study_titles(args.study)  # a shipped configuration's, then the study's own
         write_study_report(rows, checkpoint_rows(grid, args.probe_examples), summarize_study(rows),
-                           study_evidence(rows, {Path(args.study).stem: list(grid.tasks)}), Path(grid.output_dir))
-        write_compute_report(grid_compute_curves(grid), grid.output_dir, COMPUTE_PREFIX)
+                           study_evidence(rows, {Path(args.study).stem: list(grid.tasks)}), Path(grid.output_dir),
+                           titles)
+        write_compute_report(grid_compute_curves(grid), grid.output_dir, COMPUTE_PREFIX, titles)
         print((Path(grid.output_dir) / STUDY_MD_NAME).read_text())
 
 

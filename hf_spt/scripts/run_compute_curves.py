@@ -11,8 +11,8 @@ Usage:
     # several sources in one report: folders, or *_compute.json files written before
     python run_scripts/run_compute_curves.py --runs runs/a,docs/lra/b_compute.json --output_dir docs/lra --prefix all
 
-Writes OUTPUT_DIR/PREFIX_compute.{json,md} and PREFIX_compute_<config>.png (hf_spt/experiments/suites/
-compute_report.py says what each holds; docs/lra.md how FLOPs are counted). run_budget_study.py writes the same
+Writes OUTPUT_DIR/PREFIX_compute.{json,md} and PREFIX_compute_<config>.png (hf_spt/reports/compute_report.py says
+what each holds; docs/lra.md how FLOPs are counted). run_budget_study.py writes the same
 report for its study (prefix budget_study). The report's folder is checked as a run's output folder is (not empty,
 not a file, can be written) before any run is read.
 """
@@ -26,7 +26,9 @@ from transformers import HfArgumentParser
 
 from hf_spt.errors import MissingInputError, UserInputError
 from hf_spt.experiments.exit_status import run_cli
-from hf_spt.experiments.suites.compute_report import combined_curves, write_compute_report
+from hf_spt.experiments.suites.budget_study import shipped_study_titles
+from hf_spt.experiments.suites.compute_curves import combined_curves
+from hf_spt.reports.compute_report import write_compute_report
 from hf_spt.runs.folder import check_writable_folder
 
 
@@ -58,7 +60,7 @@ def run(args: ComputeCurveArguments) -> None:
     if not curves:
         raise UserInputError(f"--runs {args.runs}: no finished fine-tuning run with a per-epoch validation record "
                              "there, so nothing to draw.")
-    written = write_compute_report(curves, output_dir, args.prefix)
+    written = write_compute_report(curves, output_dir, args.prefix, shipped_study_titles())  # figures' titles
     print("\n".join(map(str, written)))
     print(written[1].read_text())
 

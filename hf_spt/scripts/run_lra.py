@@ -31,7 +31,7 @@ from hf_spt.experiments.suite_flags import (comma_names, comma_seeds, positive_n
 from hf_spt.experiments.suites.lra import (ARMS, MINI_GENERATED, LraSuite, gpu_hours, lra_grid, run_lra_suite,
                                           runnable_tasks, step_counts)
 from hf_spt.experiments.suites.grid import Grid, check_trainer_settings_of
-from hf_spt.experiments.suites.lra_report import LRA_MD_NAME
+from hf_spt.reports.lra_report import LRA_MD_NAME
 from hf_spt.tasks.lra_data import missing_data_report
 from hf_spt.value_checks import check_declared
 

@@ -7,7 +7,8 @@ the user's): one task configuration per task key, and arms that sweep the pretra
 fine-tuning budget), and control arms such as scratch with built-in locality (`model:
 {position_embedding_type: alibi}`). Every arm is fine-tuned until validation accuracy stops
 improving (early stopping). It runs on the grid's machinery: resumable unit by unit, split between
-ranks.
+ranks. A study file's task may also hold a `title:`, the words the report's figures name that configuration by
+(`study_titles`); taken out before the grid is parsed, it changes no run.
 
 Rows (`budget_study.json`, one per finished cell): `task` (registered name), `config` (task key),
 `arm` (the arm's kind: its name without the `_e<E>` budget suffix), `arm_name`, `seed`,
@@ -29,20 +30,22 @@ from typing import Any
 from ...analysis.checkpoint_probe import probe_checkpoint
 from ...atomic_files import write_json
 from ...errors import UserInputError
+from ...reports.paired_seeds import paired_difference, seed_pool
+from ...reports.seed_tables import mean_std
 from ...runs.folder import PHASE_RESULT_NAME, read_json
 from ...runs.provenance import recorded_provenance
 from ...training.dataset_columns import input_lengths
 from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining
-from .paired_seeds import paired_difference, seed_pool
-from .seed_tables import mean_std
 from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, parse_grid, pretrain_jobs
 from .run_records import read_record
 
 
 STUDIES_DIR = Path(__file__).with_name("studies")
 PROBE_NAME = "checkpoint_probe.json"
+TITLE_KEY = "title"
+"""A study file's task may hold, besides its grid settings, the words its figures name it by."""
 _BUDGET_SUFFIX = re.compile(r"_e[0-9.]+$")
 
 
@@ -51,9 +54,8 @@ def study_names() -> list[str]:
     return sorted(path.stem for path in STUDIES_DIR.glob("*.yaml"))
 
 
-def study_grid(study: str, seeds: list[int] | None = None, output_dir: str | None = None) -> Grid:
-    """The grid of a shipped study (by name) or of a grid file (by path), with `seeds` and `output_dir` over the
-    file's when given."""
+def _study_file(study: str) -> tuple[Path, dict[str, Any]]:
+    """The path and content of a shipped study (by name) or of a grid file (by path)."""
     path = STUDIES_DIR / f"{study}.yaml"
     if not path.exists():
         path = Path(study)
@@ -63,6 +65,29 @@ def study_grid(study: str, seeds: list[int] | None = None, output_dir: str | Non
     raw = read_settings_file(path, "Study file")
     if not isinstance(raw, dict):
         raise UserInputError(f"Study file {path} holds a mapping (tasks, seeds, arms...), not {type(raw).__name__}.")
+    return path, raw
+
+
+def _taken_titles(raw: dict[str, Any], path: Path) -> dict[str, str]:
+    """{task key: its `title`}, each taken out of its task in `raw`: the words of a study's figures, not a setting of
+    its grid (whose parser refuses any other key it does not know)."""
+    tasks = raw.get("tasks")
+    titles = {}
+    for key, spec in (tasks.items() if isinstance(tasks, dict) else ()):
+        if isinstance(spec, dict) and TITLE_KEY in spec:
+            title = spec.pop(TITLE_KEY)
+            if not isinstance(title, str) or not title.strip():
+                raise UserInputError(f"{path}: task {key!r} has {TITLE_KEY} {title!r}; a title is the words its "
+                                     "figures name the configuration by, a non-empty string.")
+            titles[key] = title
+    return titles
+
+
+def study_grid(study: str, seeds: list[int] | None = None, output_dir: str | None = None) -> Grid:
+    """The grid of a shipped study (by name) or of a grid file (by path), with `seeds` and `output_dir` over the
+    file's when given; a task's `title` is the report's (`study_titles`), not the grid's."""
+    path, raw = _study_file(study)
+    _taken_titles(raw, path)
     if seeds:
         raw["seeds"] = list(seeds)
     if output_dir:
@@ -75,6 +100,25 @@ def study_grid(study: str, seeds: list[int] | None = None, output_dir: str | Non
                                  f"name ends in _e{arm.pretrain_epochs:g} (e.g. spt_e{arm.pretrain_epochs:g}): the "
                                  "study's report reads an arm's kind and budget off its name.")
     return grid
+
+
+def study_titles(study: str) -> dict[str, str]:
+    """{configuration: its title} of a shipped study (by name) or a grid file (by path): the words its figures name
+    each configuration by (`reports.arm_labels.config_words`), given as `title:` on the study file's tasks."""
+    path, raw = _study_file(study)
+    return _taken_titles(raw, path)
+
+
+def shipped_study_titles() -> dict[str, str]:
+    """{configuration: its title} over every shipped study, for a report that joins several; one configuration
+    titled differently by two studies is refused."""
+    titles: dict[str, str] = {}
+    for name in study_names():
+        for config, title in study_titles(name).items():
+            if titles.setdefault(config, title) != title:
+                raise UserInputError(f"Shipped studies title configuration {config!r} both {titles[config]!r} and "
+                                     f"{title!r} ({name}): give it one title.")
+    return titles
 
 
 def seeds_on_record(output_dir: str | Path) -> list[int]:
@@ -251,6 +295,6 @@ def study_evidence(rows: list[dict[str, Any]], studies: dict[str, list[str]]) ->
                                                if len(held := [c for c in names if c in configs]) > 1})}
 
 
-__all__ = ["STUDIES_DIR", "PROBE_NAME", "study_names", "study_grid", "seeds_on_record", "arm_kind", "study_rows",
-           "checkpoint_rows", "summarize_study", "shipped_study_configs", "paired_comparisons", "pooled_comparisons",
-           "study_evidence"]
+__all__ = ["STUDIES_DIR", "PROBE_NAME", "TITLE_KEY", "study_names", "study_grid", "study_titles",
+           "shipped_study_titles", "seeds_on_record", "arm_kind", "study_rows", "checkpoint_rows", "summarize_study",
+           "shipped_study_configs", "paired_comparisons", "pooled_comparisons", "study_evidence"]

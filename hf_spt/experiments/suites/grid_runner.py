@@ -36,6 +36,7 @@ from accelerate.utils import parse_flag_from_env
 from transformers import PreTrainedConfig
 
 from ...atomic_files import write_json
+from ...reports.grid_report import write_report
 from ...runs.folder import PHASE_RESULT_NAME, locks_output_dir, read_json
 from ...runs.provenance import recorded_provenance
 from ...runs.phase_definition import check_phase_folders
@@ -46,7 +47,6 @@ from ..phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
 from ..pipeline import prepare_task
 from ..run_plan import spt_step_budget
 from ..run_spec import RunSpec
-from .grid_report import write_report
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
                    check_trainer_settings_of, parse_grid, pretrain_job, pretrain_jobs, unit_run)
 

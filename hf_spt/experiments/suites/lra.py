@@ -30,6 +30,7 @@ from typing import Any
 from accelerate import PartialState
 
 from ...errors import UserInputError
+from ...reports.lra_report import write_lra_report
 from ...runs.folder import read_json
 from ...tasks import task_preset
 from ...tasks.lra_data import LRA_TASKS, find_lra_data
@@ -39,7 +40,6 @@ from ..run_plan import spt_step_budget
 from ..settings_files import recipe_settings
 from .grid_runner import rows_with_pretraining, run_grid
 from .grid import Grid, TaskSpec, parse_grid, pretrain_jobs, unit_run
-from .lra_report import write_lra_report
 
 SCALES = ("full", "mini")
 ARMS = ({"name": "scratch"}, {"name": "scratch_compute_matched", "compute_matched": True},

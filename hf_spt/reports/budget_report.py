@@ -16,16 +16,16 @@ from __future__ import annotations
 import json
 import statistics
 import textwrap
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...analysis.plotting import saved_figure
-from ...atomic_files import write_json, write_text
-from ...errors import UserInputError
-from ...runs.folder import read_json
-from ...runs.provenance import PROVENANCE_KEYS
+from ..analysis.plotting import saved_figure
+from ..atomic_files import write_json, write_text
+from ..errors import UserInputError
+from ..runs.folder import read_json
+from ..runs.provenance import PROVENANCE_KEYS
 from .arm_labels import arm_colour, arm_words, config_words
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_table
 from .report_sources import join_by_config
@@ -117,8 +117,8 @@ def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[st
                    evidence: dict[str, list[dict[str, Any]]]) -> str:
     """One table per configuration: a row per pretraining budget with both controls and the gains, the
     checkpoint's losses and proximity; then scratch and the control arms; then SPT's differences paired by seed
-    (`evidence`: `budget_study.study_evidence`'s); last, the pools over a study's configurations. First, how many
-    paired intervals all this prints and how many exclude 0."""
+    (`evidence`: `experiments.suites.budget_study.study_evidence`'s); last, the pools over a study's
+    configurations. First, how many paired intervals all this prints and how many exclude 0."""
     lines = [_interval_line(evidence), ""]
     scopes = set(summary)
     for config, entry in summary.items():
@@ -149,9 +149,11 @@ def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[st
     return "\n".join(lines)
 
 
-def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]], path: Path) -> None:
+def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]], path: Path,
+               titles: Mapping[str, str] | None = None) -> None:
     """`budget_study.png`: four panels per configuration with an SPT budget (module docstring). Arms are named
-    and coloured as `arm_labels` says (a control arm's horizontal line in its own colour), legends sit beside their
+    and coloured as `arm_labels` says (a control arm's horizontal line in its own colour), a configuration's panels
+    titled by `titles` ({configuration: its study file's title}; else its code name), legends sit beside their
     panels, and a checkpoint probed at one budget is drawn as a marker, so a single-budget panel shows it."""
     configs = [config for config, entry in summary.items() if entry["budgets"]]
     with saved_figure(path, nrows=len(configs), ncols=4, figsize=(26, 3.8 * len(configs)), squeeze=False) as (_, axes):
@@ -172,7 +174,7 @@ def plot_study(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, A
                                      label=arm_words(arm))
             # the whole 0-100 range: two arms that both predict one class differ by a class share, not a gain
             accuracy.set(xscale="log", xlabel="pretraining tokens", ylabel="test accuracy (%)",
-                         title=config_words(config), ylim=(0, 100))
+                         title=config_words(config, titles), ylim=(0, 100))
             _legend_beside(accuracy)
             for key, label in (("gain_vs_scratch", "SPT - scratch"), ("gain_vs_compute_matched",
                                                                       "SPT - compute-matched scratch")):
@@ -220,10 +222,11 @@ them (8x8 over both budgets; the three labelled-data sizes). A study of several 
 out gets a panel of its own (`paired_panels`)."""
 
 
-def paired_panels(evidence: dict[str, list[dict[str, Any]]]) -> list[PairedPanel]:
-    """The panels of `budget_study_paired.png` for `evidence` (`budget_study.study_evidence`'s): each of
-    `DOCS_PANELS` with a configuration in it (those it holds), then for each pooled study of several configurations
-    that no panel drew, its configurations and its pool."""
+def paired_panels(evidence: dict[str, list[dict[str, Any]]], titles: Mapping[str, str] | None = None
+                  ) -> list[PairedPanel]:
+    """The panels of `budget_study_paired.png` for `evidence` (`experiments.suites.budget_study.study_evidence`'s):
+    each of `DOCS_PANELS` with a configuration in it (those it holds), then for each pooled study of several
+    configurations that no panel drew, its configurations (labelled by `titles`, as `plot_study`'s) and its pool."""
     held = {c["config"] for c in evidence["paired"]}
     panels = [PairedPanel(panel.title, {config: label for config, label in panel.configs.items() if config in held},
                           panel.pools) for panel in DOCS_PANELS if held & set(panel.configs)]
@@ -231,7 +234,8 @@ def paired_panels(evidence: dict[str, list[dict[str, Any]]]) -> list[PairedPanel
     studies: dict[str, dict[str, str]] = {}  # {study: {configuration: its label}}, in the evidence's order
     for entry in evidence["pooled"]:
         if len(entry["configs"]) > 1:
-            studies.setdefault(entry["scope"], {}).update({config: config_words(config) for config in entry["configs"]})
+            studies.setdefault(entry["scope"], {}).update({config: config_words(config, titles)
+                                                            for config in entry["configs"]})
     return panels + [PairedPanel(study, configs, {study: study}) for study, configs in studies.items()
                      if not set(configs) <= drawn]
 
@@ -255,7 +259,7 @@ def _panel_rows(panel: PairedPanel, evidence: dict[str, list[dict[str, Any]]]
     return rows + [row for scope in panel.pools if scope not in panel.configs for row in pool(scope)]
 
 
-def plot_paired(evidence: dict[str, list[dict[str, Any]]], path: Path) -> None:
+def plot_paired(evidence: dict[str, list[dict[str, Any]]], path: Path, titles: Mapping[str, str] | None = None) -> None:
     """`budget_study_paired.png`: a panel per `paired_panels` panel, SPT minus each scratch control paired by seed
     in each row (a configuration's budget, or a pool on grey), as the mean with its 95% interval (one seed: the
     point alone) and each seed's difference beside it (a pool's: each seed's mean). A gain is resolved where the
@@ -264,7 +268,7 @@ def plot_paired(evidence: dict[str, list[dict[str, Any]]], path: Path) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    panels = paired_panels(evidence)
+    panels = paired_panels(evidence, titles)
     with saved_figure(path, dpi=100, nrows=len(panels), ncols=1, figsize=(13, 4.4 * len(panels)),
                       squeeze=False) as (_, axes):
         for (axis,), panel in zip(axes, panels):
@@ -311,16 +315,17 @@ def _legend_beside(axis: Any) -> None:
 
 
 def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], summary: dict[str, Any],
-                       evidence: dict[str, list[dict[str, Any]]], output_dir: Path) -> None:
-    """Write the rows, checkpoint probes, tables (with `evidence`, `budget_study.study_evidence`'s) and figure
-    into `output_dir`."""
+                       evidence: dict[str, list[dict[str, Any]]], output_dir: Path,
+                       titles: Mapping[str, str] | None = None) -> None:
+    """Write the rows, checkpoint probes, tables (with `evidence`, `experiments.suites.budget_study.study_evidence`'s)
+    and figures into `output_dir`, each configuration in a figure titled by `titles` (`plot_study`)."""
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
     write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints, evidence))
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
-        plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME)
+        plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME, titles)
     if paired_panels(evidence):  # the README's configurations, or a study of several configurations
-        plot_paired(evidence, output_dir / PAIRED_PLOT_NAME)
+        plot_paired(evidence, output_dir / PAIRED_PLOT_NAME, titles)
 
 
 def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), added: Collection[str] = ()

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Hashable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from ...errors import UserInputError
+from ..errors import UserInputError
 
 Entry = TypeVar("Entry")
 

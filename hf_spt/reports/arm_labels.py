@@ -1,13 +1,15 @@
 """How the reports' figures name and colour arms and configurations: in the words the docs use, one colour per arm.
 
 The tables keep the code names (they are the rows' keys); a figure is read beside the docs' prose, so it says
-"compute-matched scratch", not `scratch_compute_matched`. One table here, read by every suite's figures, so
-an arm reads and looks the same in each.
+"compute-matched scratch", not `scratch_compute_matched`. One table of arms here, read by every suite's figures, so
+an arm reads and looks the same in each. A configuration (a study's task key) is named by the `title:` its study file
+gives it, which the report is handed (`config_words`): the words of a study live with the study.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 ARM_WORDS = {"scratch": "scratch", "scratch_compute_matched": "compute-matched scratch", "spt": "SPT",
              "spt_qk": "fresh model with SPT's W_Q/W_K", "spt_frozen_attention": "SPT, attention frozen",
@@ -23,19 +25,6 @@ ARM_COLOURS = {"scratch": "tab:gray", "scratch_compute_matched": "tab:orange", "
                "scratch_compute_matched_L1": "tab:olive", "scratch_frozen_attention": "black",
                "scratch_compute_matched_full": "gold"}
 """Arm kind -> its colour in every figure (matplotlib's tab10, black and gold: twelve distinct colours)."""
-
-CONFIG_WORDS = {"digits8": "digits, 8x8 pixels (64 tokens)", "digits16": "digits, 16x16 pixels (256 tokens)",
-                "digits16_n150": "digits 16x16, 150 labelled pictures",
-                "digits16_n300": "digits 16x16, 300 labelled pictures",
-                "digits16_n600": "digits 16x16, 600 labelled pictures",
-                "digits16_mechanism": "digits 16x16, mechanism arms", "digits32": "digits, 32x32 pixels (1,024 tokens)",
-                "digits32_e40": "digits 32x32, 40 SPT epochs",
-                "digits16_whole_budget": "digits 16x16, scratch given SPT's whole budget",
-                "digits16_n300_whole_budget": "digits 16x16, 300 pictures, scratch given SPT's whole budget",
-                "pathfinder24_cl4_d0": "Pathfinder 24x24, 4 dashes", "pathfinder24_cl2_d0": "Pathfinder 24x24, 2 dashes",
-                "pathfinder24_cl2_d0_left": "Pathfinder 24x24, column label",
-                "pathfinder24_cl2_d0_left_seeds": "Pathfinder 24x24, column label, three seeds"}
-"""A shipped study's configuration (task key) -> the words the docs use."""
 
 _BUDGET = re.compile(r"_e([0-9.]+)$")
 
@@ -60,9 +49,10 @@ def arm_colour(arm: str, index: int) -> str:
     return ARM_COLOURS.get(_kind_and_budget(arm)[0], f"C{index % 10}")
 
 
-def config_words(config: str) -> str:
-    """A configuration in the docs' words, or its code name."""
-    return CONFIG_WORDS.get(config, config)
+def config_words(config: str, titles: Mapping[str, str] | None = None) -> str:
+    """A configuration in the docs' words, its title in `titles` ({configuration: title}: the `title:` its study file
+    gives it, `experiments.suites.budget_study.study_titles`), or else its code name."""
+    return (titles or {}).get(config, config)
 
 
-__all__ = ["ARM_WORDS", "ARM_COLOURS", "CONFIG_WORDS", "arm_words", "arm_colour", "config_words"]
+__all__ = ["ARM_WORDS", "ARM_COLOURS", "arm_words", "arm_colour", "config_words"]

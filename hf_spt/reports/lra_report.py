@@ -1,6 +1,6 @@
 """The LRA suite's table: measured arms beside the published numbers, as `lra_results.{json,md,png}`.
 
-One row per task: test accuracy (%) of each of the suite's arms (`lra.ARMS`), mean ±
+One row per task: test accuracy (%) of each of the suite's arms (`experiments.suites.lra.ARMS`), mean ±
 std over seeds, with the published from-scratch Transformer and (where published per task) SPT
 beside them, then the LRA average row over the LRA tasks that ran (Markov, in the mini suite, is
 shown but never averaged). Below it, SPT minus each other arm paired by seed (`paired_seeds`: per-seed
@@ -15,9 +15,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ...analysis.plotting import saved_figure
-from ...atomic_files import write_json, write_text
-from ...tasks.lra_data import LRA_TASKS
+from ..analysis.plotting import saved_figure
+from ..atomic_files import write_json, write_text
+from ..tasks.lra_data import LRA_TASKS
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_difference, paired_table
 from .seed_tables import mean_std_cell, one_decimal, seed_scores, summarize
 
@@ -146,7 +146,8 @@ def plot(table: dict[str, Any], path: Path) -> None:
         axis.legend(loc="lower right", fontsize="small")
 
 
-# {task: {seed: [(epoch, validation MLM loss)...]}}, every list with at least one point (`lra.pretraining_curves`)
+# {task: {seed: [(epoch, validation MLM loss)...]}}, every list with at least one point
+# (`experiments.suites.lra.pretraining_curves`)
 Curves = dict[str, dict[int, list[tuple[float, float]]]]
 
 

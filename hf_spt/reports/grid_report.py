@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ...analysis.plotting import saved_figure
-from ...atomic_files import write_text
+from ..analysis.plotting import saved_figure
+from ..atomic_files import write_text
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, interval_count, paired_difference, paired_table
 from .seed_tables import mean_std_cell, seed_scores, summarize
 
