@@ -380,7 +380,7 @@ def test_run_analysis_refuses_phases_of_different_runs(tiny_run, tmp_path):
     both runs' models, without a word); a pretraining re-run that the spt arm was not fine-tuned from."""
     import shutil
 
-    from hf_spt.experiments.suites.analysis_run import one_run_problems
+    from hf_spt.runs.one_run import one_run_problems
 
     mixed = tmp_path / "mixed"
     shutil.copytree(tiny_run, mixed)

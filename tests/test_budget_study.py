@@ -12,7 +12,8 @@ import yaml
 
 from hf_spt.errors import UserInputError
 from hf_spt.reports.budget_report import combined_reports, study_markdown
-from hf_spt.experiments.suites.budget_study import arm_kind, study_evidence, study_grid, study_names, summarize_study
+from hf_spt.experiments.suites.budget_study import arm_kind, study_grid, study_names
+from hf_spt.reports.study_evidence import study_evidence, summarize_study
 from hf_spt.experiments.suites.grid import Arm, parse_grid
 from hf_spt.experiments.phases import LOG_HISTORY_NAME
 from hf_spt.scripts import run_budget_study

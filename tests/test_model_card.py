@@ -9,7 +9,7 @@ from huggingface_hub import ModelCard
 from tiny_backbone_runs import tiny_arguments
 
 from hf_spt.training.model_card import SptModelCardData, model_card, write_model_card
-from hf_spt.experiments.card_provenance import starting_weights_reference
+from hf_spt.training.phase_card import starting_weights_reference
 from hf_spt.experiments.pipeline import run_experiment
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden_model_card.md"

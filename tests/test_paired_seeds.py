@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hf_spt.experiments.suites.budget_study import paired_comparisons, shipped_study_configs, study_evidence
+from hf_spt.experiments.suites.budget_study import shipped_study_configs
+from hf_spt.reports.study_evidence import paired_comparisons, study_evidence
 from hf_spt.reports.paired_seeds import (PairedDifference, interval_count, paired_cells, paired_difference,
                                                     seed_pool, t_quantile)
 

@@ -38,11 +38,11 @@ from ..training.lora_adapters import adapter_provenance, with_adapters
 from ..training.model_card import SptModelCardData
 from ..training.model_factory import classification_model, pretraining_collator, pretraining_model
 from ..training.parts import freeze_parts as freeze_model_parts
+from ..training.phase_card import phase_card_data
 from ..training.parts import load_partial_weights
 from ..training.pretrain_trainer import PretrainTrainer
 from ..runs.resume import train_resuming
 from .arms import Arm, check_spt_weights_source
-from .card_provenance import phase_card_data
 from .model_config import build_config, fit_to_checkpoint
 from .phase_arguments import finetune_arguments, masking_rate, pretrain_arguments
 from .run_spec import ModelSpec, PhaseSpec
@@ -150,8 +150,8 @@ def _run_pretrain(phase: PlannedPhase) -> dict[str, Any]:
         _attach_probes(trainer, task, spec)
         clock = train_resuming(trainer, folder)
     metrics = trainer.evaluate()
-    card = phase_card_data(task, model.config, spec.objective, phase.masking_rate, "pretrain", args,
-                           phase.init_from, pretrain_epochs=trainer.state.epoch,
+    card = phase_card_data(task.name, len(task.dataset["train"]), model.config, spec.objective, phase.masking_rate,
+                           "pretrain", args, phase.init_from, pretrain_epochs=trainer.state.epoch,
                            extra_training={"token_weighting": spec.token_weighting})
     return _finish(trainer, folder, {"phase": "pretrain", "eval_loss": metrics["eval_loss"],
                                      "epochs": trainer.state.epoch, "steps": trainer.state.global_step,
@@ -194,8 +194,8 @@ def _run_finetune(phase: PlannedPhase) -> dict[str, Any]:
               **({"data_notes": task.data_notes} if task.data_notes else {})}
     result.update({k: v for k, v in {**validation, **test}.items() if k.endswith(("accuracy", "f1", "loss", "mse"))})
     source_phase = _finished(Path(init_from)) if init_from is not None and Path(init_from).is_dir() else None
-    card = phase_card_data(task, model.config, spec.objective, phase.masking_rate, phase.arm, args,
-                           init_from, pretrain_epochs=(source_phase or {}).get("epochs"),
+    card = phase_card_data(task.name, len(task.dataset["train"]), model.config, spec.objective, phase.masking_rate,
+                           phase.arm, args, init_from, pretrain_epochs=(source_phase or {}).get("epochs"),
                            extra_training={"class_weighting": spec.class_weighting}, init_parts=init_parts,
                            freeze_parts=phase.freeze_parts,
                            pretraining_data=(source_phase or {}).get("pretraining_data"),

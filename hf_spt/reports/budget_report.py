@@ -117,7 +117,7 @@ def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[st
                    evidence: dict[str, list[dict[str, Any]]]) -> str:
     """One table per configuration: a row per pretraining budget with both controls and the gains, the
     checkpoint's losses and proximity; then scratch and the control arms; then SPT's differences paired by seed
-    (`evidence`: `experiments.suites.budget_study.study_evidence`'s); last, the pools over a study's
+    (`evidence`: `study_evidence.study_evidence`'s); last, the pools over a study's
     configurations. First, how many paired intervals all this prints and how many exclude 0."""
     lines = [_interval_line(evidence), ""]
     scopes = set(summary)
@@ -224,7 +224,7 @@ out gets a panel of its own (`paired_panels`)."""
 
 def paired_panels(evidence: dict[str, list[dict[str, Any]]], titles: Mapping[str, str] | None = None
                   ) -> list[PairedPanel]:
-    """The panels of `budget_study_paired.png` for `evidence` (`experiments.suites.budget_study.study_evidence`'s):
+    """The panels of `budget_study_paired.png` for `evidence` (`study_evidence.study_evidence`'s):
     each of `DOCS_PANELS` with a configuration in it (those it holds), then for each pooled study of several
     configurations that no panel drew, its configurations (labelled by `titles`, as `plot_study`'s) and its pool."""
     held = {c["config"] for c in evidence["paired"]}
@@ -317,7 +317,7 @@ def _legend_beside(axis: Any) -> None:
 def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], summary: dict[str, Any],
                        evidence: dict[str, list[dict[str, Any]]], output_dir: Path,
                        titles: Mapping[str, str] | None = None) -> None:
-    """Write the rows, checkpoint probes, tables (with `evidence`, `experiments.suites.budget_study.study_evidence`'s)
+    """Write the rows, checkpoint probes, tables (with `evidence`, `study_evidence.study_evidence`'s)
     and figures into `output_dir`, each configuration in a figure titled by `titles` (`plot_study`)."""
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)

@@ -41,9 +41,10 @@ from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.reports.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
 from hf_spt.experiments.suites.budget_study import (checkpoint_rows, seeds_on_record, shipped_study_configs,
-                                                    shipped_study_titles, study_evidence, study_grid, study_names,
-                                                    study_rows, study_titles, summarize_study)
+                                                    shipped_study_titles, study_grid, study_names, study_rows,
+                                                    study_titles)
 from hf_spt.experiments.declarations import SettingsParser
+from hf_spt.reports.study_evidence import study_evidence, summarize_study
 from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
 from hf_spt.experiments.suites.compute_curves import combined_curves, grid_compute_curves

@@ -1,9 +1,8 @@
-"""What a phase's model card says about where its weights came from, read off the run's settings.
+"""A phase's model card data: where its weights came from and how it trained, from the phase's own values.
 
-The card itself (`training.model_card`) knows nothing of command-line flags; this module fills
-its provenance (starting weights, pretraining objective and masking rate, the parts taken from another
-checkpoint and the frozen ones,
-training settings) from one phase of the two-phase pipeline.
+The card (`model_card.SptModelCardData`) knows nothing of command-line flags; `phase_card_data` fills it from
+one phase of the two-phase pipeline: its starting weights (named without a local absolute path), pretraining
+objective and masking rate, the parts taken from another checkpoint and the frozen ones, its training settings.
 """
 
 from __future__ import annotations
@@ -14,8 +13,7 @@ from typing import Any
 
 from transformers import PreTrainedConfig, TrainingArguments
 
-from ..tasks import Task
-from ..training.model_card import PRETRAINING_TASKS, TRAINING_SETTINGS, SptModelCardData
+from .model_card import PRETRAINING_TASKS, TRAINING_SETTINGS, SptModelCardData
 
 
 def starting_weights_reference(
@@ -48,7 +46,8 @@ def _part_text(part: str, init: str | None, layers: dict[str, list[str]] | None)
 
 
 def phase_card_data(
-    task: Task,
+    task_name: str,
+    train_rows: int,
     config: PreTrainedConfig,
     objective: str,
     mlm_probability: float,
@@ -63,7 +62,8 @@ def phase_card_data(
     adapter: dict[str, Any] | None = None,
     loaded: dict[str, dict[str, list[str]]] | None = None,
 ) -> SptModelCardData:
-    """Card data of one pipeline phase (metrics are filled in when the phase ends).
+    """Card data of one pipeline phase on task `task_name` of `train_rows` training rows (metrics are filled in
+    when the phase ends).
 
     `objective` and `mlm_probability`: the SPT objective and masking rate of the pretraining behind these weights
     (stated only when there was one). `phase` is "pretrain" or a fine-tuning arm; `init_from` the weights it started from;
@@ -83,14 +83,14 @@ def phase_card_data(
     training = {name: getattr(args, name) for name in TRAINING_SETTINGS}
     training.update(extra_training or {})
     return SptModelCardData(
-        model_name=f"{task.name}-{phase}",
+        model_name=f"{task_name}-{phase}",
         phase=phase,
-        task_name=task.name,
+        task_name=task_name,
         architecture=backbone.model_type,
         objective=objective,
         init_from=init,
         base_model=base_model,
-        pretraining_data=(pretraining_data or f"the training inputs of task {task.name} ({len(task.dataset['train'])} "
+        pretraining_data=(pretraining_data or f"the training inputs of task {task_name} ({train_rows} "
                           "rows, labels unused)") if had_spt else None,
         pretraining_task=PRETRAINING_TASKS[objective] if objective else None,
         pretrain_epochs=pretrain_epochs if had_spt else None,
