@@ -82,7 +82,7 @@ def test_reports_sit_above_runs():
         assert not reports, f"{path.relative_to(PACKAGE)} imports {reports}: reports build on runs, never the reverse"
 
 
-SHARED_SUITE_MODULES = ("grid", "grid_runner", "run_records")
+SHARED_SUITE_MODULES = ("grid", "grid_runner", "finished_runs")
 """What every suite builds on: what a grid is, the grid runner, and reading a finished run's record (the reports they
 share live in `hf_spt.reports`)."""
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from hf_spt.errors import UserInputError
-from hf_spt.experiments.run_plan import spt_step_budget
+from hf_spt.experiments.step_plan import spt_step_budget
 from hf_spt.experiments.suites.grid import parse_grid
 from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from hf_spt.experiments.run_spec import resolve_run

@@ -13,7 +13,7 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from hf_spt.experiments.model_config import build_config
 from hf_spt.experiments.pipeline import plan_run, prepare_task, run_experiment
-from hf_spt.experiments.run_plan import GPU_SIZED_FLOPS, announce_plan, step_flops
+from hf_spt.experiments.step_plan import GPU_SIZED_FLOPS, announce_plan, step_flops
 from hf_spt.experiments.run_spec import RunSpec, resolve_run
 from hf_spt.tasks import task_preset
 from hf_spt.training.time_estimate import StepTimeEstimate, duration_text

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_spt.experiments.arguments import FINETUNE_SETTINGS, PRETRAIN_SETTINGS, ExperimentArguments
+from hf_spt.experiments.arguments import FINETUNE_FLAGS, PRETRAIN_FLAGS, ExperimentArguments
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.command_line import build_parser, given_flags
 from hf_spt.scripts import run_spt
@@ -209,8 +209,8 @@ def test_help_groups_the_flags(capsys):
 def test_phase_settings_partition_the_experiment_arguments():
     """Each experiment setting is read by one phase, or by the run as a whole (the unread-flag check relies on it)."""
     names = [spec.name for spec in fields(ExperimentArguments)]
-    assert not set(PRETRAIN_SETTINGS) & set(FINETUNE_SETTINGS)
-    assert set(PRETRAIN_SETTINGS) | set(FINETUNE_SETTINGS) == set(names) - {"mode", "recipe", "log_proximity",
+    assert not set(PRETRAIN_FLAGS) & set(FINETUNE_FLAGS)
+    assert set(PRETRAIN_FLAGS) | set(FINETUNE_FLAGS) == set(names) - {"mode", "recipe", "log_proximity",
                                                                             "proximity_every_n_steps"}
 
 

@@ -4,7 +4,7 @@ declaring its range, its phase and what it is read with in its metadata (`declar
 - `DataArguments` ("Data"): the task and its files.
 - `ModelArguments` ("Model"): sizes and architecture (`None` = the task's preset).
 - `ExperimentArguments` ("Experiment"): which phases and arms run (`--mode`), the recipe, what only
-  the pretraining phase reads (`PRETRAIN_SETTINGS`), what only fine-tuning reads (`FINETUNE_SETTINGS`:
+  the pretraining phase reads (`PRETRAIN_FLAGS`), what only fine-tuning reads (`FINETUNE_FLAGS`:
   budgets, parts, class weighting, LoRA), the proximity probe.
 - `SharedTrainingArguments` ("Both phases", `shared_training_arguments.py`): every flag of transformers'
   `TrainingArguments` (`--bf16`, `--gradient_accumulation_steps`, `--report_to`...), given to both phases, plus
@@ -32,12 +32,12 @@ from .arms import FINETUNE_METHODS, check_spt_weights_source
 from .declarations import DECLARED_KEYS, SettingsParser, declared, json_mapping, redacted
 from .modes import MODES, uses_lora
 from .recipes import RECIPES
-from .shared_training_arguments import (BEST_MODEL_METRICS, FINETUNE_TRAINING_SETTINGS, OUR_TRAINING_FIELDS,
+from .shared_training_arguments import (BEST_MODEL_METRICS, FINETUNE_TRAINER_FLAGS, OUR_TRAINING_FIELDS,
                                         TRANSFORMERS_RANGES, SharedTrainingArguments)
 
 PHASES = ("pretrain", "finetune")
 # generic TrainingArguments field -> the per-phase flag suffix that overrides it for one phase
-PHASE_SETTINGS = {"num_train_epochs": "epochs", "learning_rate": "learning_rate",
+PER_PHASE_BUDGETS = {"num_train_epochs": "epochs", "learning_rate": "learning_rate",
                   "per_device_train_batch_size": "batch_size", "max_steps": "max_steps"}
 PHASE_ARGUMENTS = {"pretrain": PretrainArguments, "finetune": FinetuneArguments}
 """Each phase's `TrainingArguments` subclass, which holds its defaults (the one place they are written)."""
@@ -168,7 +168,7 @@ class ExperimentArguments:
         default=None, metadata={"help": f"A shipped recipe ({', '.join(RECIPES)}) or a recipe file (.yaml/.json): "
                                         "defaults under the config file and every flag."}
     )
-    # the pretraining (SPT) phase (PRETRAIN_SETTINGS)
+    # the pretraining (SPT) phase (PRETRAIN_FLAGS)
     pretrain_epochs: float | None = field(
         default=None, metadata={"phase": "pretrain", "range": POSITIVE,
                                 "help": "Pretraining epochs (default: --num_train_epochs if given, else "
@@ -204,7 +204,7 @@ class ExperimentArguments:
                                   "help": "Pretraining loss weights: none, or inverse_frequency (counted on "
                                           "training inputs)."}
     )
-    # the fine-tuning phase, every arm (FINETUNE_SETTINGS)
+    # the fine-tuning phase, every arm (FINETUNE_FLAGS)
     finetune_epochs: float | None = field(
         default=None, metadata={"phase": "finetune", "range": POSITIVE,
                                 "help": "Fine-tuning epochs (default: --num_train_epochs if given, else "
@@ -252,7 +252,7 @@ class ExperimentArguments:
                                 "help": "Parts kept at their initial values while fine-tuning, in every arm, e.g. "
                                 "attention (qk, qkv, attention, mlp, embeddings; comma-separated)."}
     )
-    # LoRA fine-tuning through peft (FINETUNE_SETTINGS too)
+    # LoRA fine-tuning through peft (FINETUNE_FLAGS too)
     finetune_method: str = field(
         default="full", metadata={"phase": "finetune", "values": FINETUNE_METHODS,
                                   "help": "full (every weight trains) or lora (peft LoRA adapters plus the classifier "
@@ -299,11 +299,11 @@ class ExperimentArguments:
         self.freeze_parts = None if self.freeze_parts is None else Parts(self.freeze_parts)
 
 
-PRETRAIN_SETTINGS = declared(ExperimentArguments, "phase", "pretrain")
+PRETRAIN_FLAGS = declared(ExperimentArguments, "phase", "pretrain")
 """The `ExperimentArguments` only the pretraining phase reads."""
-FINETUNE_SETTINGS = declared(ExperimentArguments, "phase", "finetune")
+FINETUNE_FLAGS = declared(ExperimentArguments, "phase", "finetune")
 """The `ExperimentArguments` only fine-tuning reads (every arm)."""
-LORA_SETTINGS = declared(ExperimentArguments, "lora")
+LORA_FLAGS = declared(ExperimentArguments, "lora")
 """The `ExperimentArguments` read only by LoRA arms."""
 
 
@@ -315,6 +315,6 @@ ARGUMENT_GROUPS = (DataArguments, ModelArguments, ExperimentArguments, SharedTra
 """`run_spt.py`'s argument groups, in `--help`'s order: the flags, and the names a settings file may use."""
 
 __all__ = ["DECLARED_KEYS", "SettingsParser", "redacted", "declared", "ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS",
-           "PRETRAIN_DATA_FIELDS", "LORA_SETTINGS", "OUR_TRAINING_FIELDS", "TRANSFORMERS_RANGES", "FINETUNE_METHODS", "PHASES", "PHASE_SETTINGS", "PHASE_ARGUMENTS",
-           "PRETRAIN_SETTINGS", "FINETUNE_SETTINGS", "FINETUNE_TRAINING_SETTINGS", "BEST_MODEL_METRICS",
+           "PRETRAIN_DATA_FIELDS", "LORA_FLAGS", "OUR_TRAINING_FIELDS", "TRANSFORMERS_RANGES", "FINETUNE_METHODS", "PHASES", "PER_PHASE_BUDGETS", "PHASE_ARGUMENTS",
+           "PRETRAIN_FLAGS", "FINETUNE_FLAGS", "FINETUNE_TRAINER_FLAGS", "BEST_MODEL_METRICS",
            "DataArguments", "ModelArguments", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

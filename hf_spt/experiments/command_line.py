@@ -22,8 +22,8 @@ from dataclasses import fields
 from typing import Any
 
 from ..errors import UserInputError
-from .arguments import (ARGUMENT_GROUPS, SettingsParser, CUSTOM_DATA_FIELDS, FINETUNE_SETTINGS, FINETUNE_TRAINING_SETTINGS,
-                        LORA_SETTINGS, PHASE_SETTINGS, PHASES, PRETRAIN_DATA_FIELDS, PRETRAIN_SETTINGS, DataArguments,
+from .arguments import (ARGUMENT_GROUPS, SettingsParser, CUSTOM_DATA_FIELDS, FINETUNE_FLAGS, FINETUNE_TRAINER_FLAGS,
+                        LORA_FLAGS, PER_PHASE_BUDGETS, PHASES, PRETRAIN_DATA_FIELDS, PRETRAIN_FLAGS, DataArguments,
                         ExperimentArguments, ModelArguments, SharedTrainingArguments)
 from .modes import MODES, uses_lora
 from .settings_files import read_config_file, recipe_settings
@@ -56,7 +56,7 @@ def layered(layers: list[dict[str, Any]]) -> dict[str, Any]:
     """Merge settings, later layers winning; a generic budget setting also clears the lower layers' per-phase ones."""
     merged: dict[str, Any] = {}
     for layer in layers:
-        for generic, suffix in PHASE_SETTINGS.items():
+        for generic, suffix in PER_PHASE_BUDGETS.items():
             if generic in layer:
                 for phase in PHASES:
                     merged.pop(f"{phase}_{suffix}", None)
@@ -72,16 +72,16 @@ def check_all_read(
     phases = ("pretrain",) * mode.pretrains + ("finetune",) * bool(mode.arms)  # the phases it trains, in order
     unread = {}
     if not mode.pretrains:
-        for name in given & {*PRETRAIN_SETTINGS, *PRETRAIN_DATA_FIELDS}:
+        for name in given & {*PRETRAIN_FLAGS, *PRETRAIN_DATA_FIELDS}:
             unread[name] = f"only the pretraining phase reads it, and --mode {exp.mode} does not pretrain"
     if not mode.arms:
-        for name in given & {*FINETUNE_SETTINGS, *FINETUNE_TRAINING_SETTINGS}:
+        for name in given & {*FINETUNE_FLAGS, *FINETUNE_TRAINER_FLAGS}:
             unread[name] = f"only fine-tuning reads it, and --mode {exp.mode} does not fine-tune"
     elif not any(arm.pretrain for arm in mode.arms):
         if "init_from" in given:  # --init_parts: ExperimentArguments refuses it (arms.check_spt_weights_source)
             unread["init_from"] = f"--mode {exp.mode} starts from random weights (or --model_name_or_path)"
     unread.update(unread_lora_settings(given, exp.mode, exp.finetune_method))
-    for generic, suffix in PHASE_SETTINGS.items():
+    for generic, suffix in PER_PHASE_BUDGETS.items():
         if generic in given and all(getattr(exp, f"{phase}_{suffix}") is not None for phase in phases):
             per_phase = " and ".join(f"--{phase}_{suffix}" for phase in phases)
             unread[generic] = f"{per_phase} set every phase this run trains"
@@ -106,7 +106,7 @@ def unread_lora_settings(given: set[str], mode: str, finetune_method: str) -> di
     if not uses_lora(mode, finetune_method):
         lora_modes = " or ".join(f"--mode {mode}" for mode in MODES if uses_lora(mode, "full"))
         unread.update({name: f"it is read only with --finetune_method lora (or {lora_modes})"
-                       for name in LORA_SETTINGS})
+                       for name in LORA_FLAGS})
     return {name: why for name, why in unread.items() if name in given}
 
 
@@ -121,7 +121,7 @@ def parse_arguments(
     task = flags.get("task") or file_settings.get("task") or DataArguments.task
     recipe_layer = recipe_settings(recipe, task) if recipe else {}
     parser.set_defaults(**layered([recipe_layer, file_settings]))
-    for generic, suffix in PHASE_SETTINGS.items():  # a flag's generic budget beats the lower layers' per-phase values
+    for generic, suffix in PER_PHASE_BUDGETS.items():  # a flag's generic budget beats the lower layers' per-phase values
         if generic in flags:
             parser.set_defaults(**{f"{phase}_{suffix}": None for phase in PHASES})
     data, model, experiment, training, _ = parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)

@@ -5,7 +5,7 @@ Output layout under `output_dir`:
     spt/        fine-tuned from pretrain/ (arm "spt")
     scratch/    fine-tuned from random init (arm "scratch")
     pretrained_lora/, pretrained_full/   --mode lora_comparison's other arms (see training/lora_adapters.py)
-    results.json, results.md   every finished arm in the folder (see run_results.py)
+    results.json, results.md   every finished arm in the folder (see results_files.py)
 Each phase folder records what defines the phase (`phase_definition.json`, written before it
 trains, and removed again with all the phase wrote when it fails before its first checkpoint)
 and ends with `phase.json` (its metrics). A re-run with the same definitions skips the
@@ -37,8 +37,8 @@ from .model_config import build_config, check_model_settings
 from .modes import MODES, PRETRAIN_FOLDER, uses_lora
 from .phase_arguments import check_trainer_settings
 from .phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
-from .run_plan import announce_plan
-from .run_results import listed_arms, write_results
+from .step_plan import announce_plan
+from .results_files import listed_arms, write_results
 from .run_spec import RunSpec, TaskRequest, resolve_run
 
 SEQUENCE_COLUMNS = ("input_ids", "pair_input_ids")

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import UserInputError
 from ..training.parts import Parts
 from ..value_checks import check_declared
-from .arguments import (CUSTOM_DATA_FIELDS, PHASE_ARGUMENTS, PHASE_SETTINGS, PHASES, TRANSFORMERS_RANGES,
+from .arguments import (CUSTOM_DATA_FIELDS, PHASE_ARGUMENTS, PER_PHASE_BUDGETS, PHASES, TRANSFORMERS_RANGES,
                         DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments)
 
 SIZE_FLAGS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
@@ -133,7 +133,7 @@ def phase_value(per_phase: Any, generic: Any, phase: str, setting: str) -> Any:
     if per_phase is not None:
         return per_phase
     if generic is None and setting != "batch_size":
-        name = next(name for name, suffix in PHASE_SETTINGS.items() if suffix == setting)
+        name = next(name for name, suffix in PER_PHASE_BUDGETS.items() if suffix == setting)
         return PHASE_ARGUMENTS[phase].__dataclass_fields__[name].default
     return generic
 
@@ -188,7 +188,7 @@ def resolve_run(data_args: DataArguments, model_args: ModelArguments, exp: Exper
     phases = {}
     for phase in PHASES:
         budget = {suffix: phase_value(getattr(exp, f"{phase}_{suffix}"), getattr(training, generic), phase, suffix)
-                  for generic, suffix in PHASE_SETTINGS.items()}
+                  for generic, suffix in PER_PHASE_BUDGETS.items()}
         phases[phase] = PhaseSpec(
             phase, training.phase_kwargs(phase), budget["epochs"], budget["learning_rate"], budget["batch_size"],
             budget["max_steps"], exp.pretrain_objective, exp.mlm_probability, exp.mask_replace_prob,

@@ -128,18 +128,18 @@ class SharedTrainingArguments(TrainingArguments):
 
     def phase_kwargs(self, phase: str) -> dict[str, Any]:
         """`TrainingArguments` keyword arguments of `phase`: all fields but our own, but the `None` ones this class
-        declares, which stand for each phase's own default, and for pretraining but `FINETUNE_TRAINING_SETTINGS`."""
+        declares, which stand for each phase's own default, and for pretraining but `FINETUNE_TRAINER_FLAGS`."""
         phase_own = {name for name in SharedTrainingArguments.__annotations__
                      if SharedTrainingArguments.__dataclass_fields__[name].default is None}
-        skipped = OUR_TRAINING_FIELDS + (FINETUNE_TRAINING_SETTINGS if phase == "pretrain" else ())
+        skipped = OUR_TRAINING_FIELDS + (FINETUNE_TRAINER_FLAGS if phase == "pretrain" else ())
         return {f.name: getattr(self, f.name) for f in fields(self) if f.init and f.name not in skipped
                 and not (f.name in phase_own and getattr(self, f.name) is None)}
 
 
 OUR_TRAINING_FIELDS = ("overwrite_output_dir",)  # flags of SharedTrainingArguments that transformers lacks
-FINETUNE_TRAINING_SETTINGS = declared(SharedTrainingArguments, "phase", "finetune")
+FINETUNE_TRAINER_FLAGS = declared(SharedTrainingArguments, "phase", "finetune")
 """`TrainingArguments` flags only fine-tuning reads: pretraining reports no classification metric."""
 
 
 __all__ = ["BEST_MODEL_METRICS", "TRANSFORMERS_RANGES", "SharedTrainingArguments", "OUR_TRAINING_FIELDS",
-           "FINETUNE_TRAINING_SETTINGS"]
+           "FINETUNE_TRAINER_FLAGS"]

@@ -37,7 +37,7 @@ from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, Mod
 from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.command_line import parse_arguments
 from hf_spt.experiments.pipeline import run_experiment
-from hf_spt.experiments.run_results import results_table
+from hf_spt.experiments.results_files import results_table
 from hf_spt.tasks import list_tasks
 
 

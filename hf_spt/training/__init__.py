@@ -1,6 +1,6 @@
-"""Layer 2, training: the arguments and trainers of both phases, collators, losses, and parts
-(partial loading and freezing). Depends on the models layer only. Importing it registers SPT's
-default LoRA targets with peft where peft is installed (`lora`)."""
+"""Layer 2, training: the arguments of both phases (their defaults, the device defaults included) and their
+trainers, collators, losses, parts (partial loading and freezing), LoRA adapters, model cards. Depends on the
+models layer only. Importing it registers SPT's default LoRA targets with peft where peft is installed (`lora`)."""
 
 from .arguments import FinetuneArguments, PretrainArguments
 from .collators import DataCollatorForClassification, DataCollatorForSpt

@@ -26,7 +26,7 @@ PHASES = ("pretrain", "spt", "scratch")
 METRIC_NAMES = ("accuracy", "macro_f1", "loss", "mse")
 PRETRAINING_TASKS = {"masked": "masked-token reconstruction (loss on the masked positions only)",
                      "causal": "next-token prediction"}
-TRAINING_SETTINGS = ("learning_rate", "per_device_train_batch_size", "num_train_epochs", "max_steps", "optim",
+CARD_TRAINING_FIELDS = ("learning_rate", "per_device_train_batch_size", "num_train_epochs", "max_steps", "optim",
                      "lr_scheduler_type", "warmup_steps", "weight_decay", "train_sampling_strategy")
 PIPELINE_TAGS = {"masked": "fill-mask", "causal": "text-generation", None: "text-classification"}
 AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalLM", None: "AutoModelForSequenceClassification"}

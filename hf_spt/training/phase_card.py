@@ -13,7 +13,7 @@ from typing import Any
 
 from transformers import PreTrainedConfig, TrainingArguments
 
-from .model_card import PRETRAINING_TASKS, TRAINING_SETTINGS, SptModelCardData
+from .model_card import PRETRAINING_TASKS, CARD_TRAINING_FIELDS, SptModelCardData
 
 
 def starting_weights_reference(
@@ -80,7 +80,7 @@ def phase_card_data(
     objective = objective if had_spt else None
     hub_prefix = args.hub_model_id.removesuffix(f"-{Path(args.output_dir).name}") if args.push_to_hub else None
     init, base_model = starting_weights_reference(init_from, args.output_dir, hub_prefix)
-    training = {name: getattr(args, name) for name in TRAINING_SETTINGS}
+    training = {name: getattr(args, name) for name in CARD_TRAINING_FIELDS}
     training.update(extra_training or {})
     return SptModelCardData(
         model_name=f"{task_name}-{phase}",

@@ -1,6 +1,6 @@
 """The expected time of a training phase, printed once its first steps are measured.
 
-A run states its steps before it trains (`experiments.run_plan`); how long they take shows only
+A run states its steps before it trains (`experiments.step_plan`); how long they take shows only
 once some have run. `StepTimeEstimate` prints, once per session (a resumed phase measures its own
 steps), the measured seconds per optimizer step and the time the remaining steps would take at
 that rate: after `min_steps` steps, or earlier when `min_seconds` have passed (a step of minutes

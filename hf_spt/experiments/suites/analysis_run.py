@@ -30,7 +30,7 @@ from ..arguments import DataArguments
 from ..pipeline import prepare_task
 from ..run_spec import task_requests
 from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_jobs
-from .run_records import read_record, recorded_settings, run_record
+from .finished_runs import read_record, recorded_settings, run_record
 
 RUN_MODEL_FOLDERS = ("scratch", "spt", "pretrain")
 """The phase folders of a run, in the order the report shows them."""

@@ -37,7 +37,7 @@ from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining
 from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, parse_grid, pretrain_jobs
-from .run_records import read_record
+from .finished_runs import read_record
 
 
 STUDIES_DIR = Path(__file__).with_name("studies")

@@ -23,9 +23,9 @@ from ..arguments import DataArguments
 from ..phases import LOG_HISTORY_NAME
 from ..pipeline import prepare_pretrain_task, prepare_task
 from ..run_spec import task_requests
-from ..run_results import ARM_FOLDERS
+from ..results_files import ARM_FOLDERS
 from .grid_runner import prepare_unit
-from .run_records import read_record, recorded_settings, run_record
+from .finished_runs import read_record, recorded_settings, run_record
 from .grid import GRID_RECORD_NAME, Grid, cells, parse_grid, pretrain_job
 
 CONFIG_NAME = "config.json"

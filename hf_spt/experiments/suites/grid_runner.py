@@ -45,7 +45,7 @@ from ..arguments import redacted
 from ..model_config import build_config
 from ..phases import PlannedPhase, arm_phase, pretrain_phase, run_phase
 from ..pipeline import prepare_task
-from ..run_plan import spt_step_budget
+from ..step_plan import spt_step_budget
 from ..run_spec import RunSpec
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
                    check_trainer_settings_of, parse_grid, pretrain_job, pretrain_jobs, unit_run)

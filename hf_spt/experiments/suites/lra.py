@@ -36,7 +36,7 @@ from ...tasks import task_preset
 from ...tasks.lra_data import LRA_TASKS, find_lra_data
 from ..arguments import ModelArguments
 from ..phases import LOG_HISTORY_NAME
-from ..run_plan import spt_step_budget
+from ..step_plan import spt_step_budget
 from ..settings_files import recipe_settings
 from .grid_runner import rows_with_pretraining, run_grid
 from .grid import Grid, TaskSpec, parse_grid, pretrain_jobs, unit_run
