@@ -43,3 +43,26 @@ def test_the_plan_holds_no_argument_group():
     for spec in (PlannedPhase, RunSpec, PhaseSpec, ModelSpec, TaskRequest):
         annotations = " ".join(str(a) for a in spec.__annotations__.values())
         assert not any(group in annotations for group in GROUPS), spec
+
+
+def test_the_phase_arguments_own_the_device_defaults(tmp_path, monkeypatch):
+    """A library user's `PretrainArguments`/`FinetuneArguments` get what a run gets: on an accelerator, pinned
+    memory, non-blocking copies and widths a multiple of 8; on a CPU none of them; a value given wins."""
+    import pytest
+
+    import hf_spt.training.arguments as arguments
+    from hf_spt.errors import UserInputError
+
+    for phase_arguments in (arguments.PretrainArguments, arguments.FinetuneArguments):
+        on_cpu = phase_arguments(output_dir=str(tmp_path), use_cpu=True)
+        assert (on_cpu.dataloader_pin_memory, on_cpu.pad_to_multiple_of, on_cpu.accelerator_config.non_blocking) == (
+            False, None, False)
+        with pytest.raises(UserInputError, match="--fp16 needs a GPU"):
+            phase_arguments(output_dir=str(tmp_path), use_cpu=True, fp16=True)
+        with monkeypatch.context() as patched:
+            patched.setattr(arguments, "accelerator_available", lambda args: True)
+            built = phase_arguments(output_dir=str(tmp_path))
+            given = phase_arguments(output_dir=str(tmp_path), pad_to_multiple_of=64, dataloader_pin_memory=False)
+        assert (built.dataloader_pin_memory, built.pad_to_multiple_of, built.accelerator_config.non_blocking) == (
+            True, arguments.GPU_PAD_MULTIPLE, True)
+        assert (given.dataloader_pin_memory, given.pad_to_multiple_of) == (False, 64)

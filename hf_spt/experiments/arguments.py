@@ -39,6 +39,12 @@ PHASES = ("pretrain", "finetune")
 # generic TrainingArguments field -> the per-phase flag suffix that overrides it for one phase
 PER_PHASE_BUDGETS = {"num_train_epochs": "epochs", "learning_rate": "learning_rate",
                   "per_device_train_batch_size": "batch_size", "max_steps": "max_steps"}
+
+
+def per_phase_flags(generic: str, phases: tuple[str, ...] = PHASES) -> list[str]:
+    """The per-phase flags of the generic budget flag `generic` (`learning_rate` -> `pretrain_learning_rate`,
+    `finetune_learning_rate`), which win over it for their phase (`run_spec.phase_value`)."""
+    return [f"{phase}_{PER_PHASE_BUDGETS[generic]}" for phase in phases]
 PHASE_ARGUMENTS = {"pretrain": PretrainArguments, "finetune": FinetuneArguments}
 """Each phase's `TrainingArguments` subclass, which holds its defaults (the one place they are written)."""
 
@@ -315,6 +321,6 @@ ARGUMENT_GROUPS = (DataArguments, ModelArguments, ExperimentArguments, SharedTra
 """`run_spt.py`'s argument groups, in `--help`'s order: the flags, and the names a settings file may use."""
 
 __all__ = ["DECLARED_KEYS", "SettingsParser", "redacted", "declared", "ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS",
-           "PRETRAIN_DATA_FIELDS", "LORA_FLAGS", "OUR_TRAINING_FIELDS", "TRANSFORMERS_RANGES", "FINETUNE_METHODS", "PHASES", "PER_PHASE_BUDGETS", "PHASE_ARGUMENTS",
+           "PRETRAIN_DATA_FIELDS", "LORA_FLAGS", "OUR_TRAINING_FIELDS", "TRANSFORMERS_RANGES", "FINETUNE_METHODS", "PHASES", "PER_PHASE_BUDGETS", "per_phase_flags", "PHASE_ARGUMENTS",
            "PRETRAIN_FLAGS", "FINETUNE_FLAGS", "FINETUNE_TRAINER_FLAGS", "BEST_MODEL_METRICS",
            "DataArguments", "ModelArguments", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

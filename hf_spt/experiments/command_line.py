@@ -23,8 +23,8 @@ from typing import Any
 
 from ..errors import UserInputError
 from .arguments import (ARGUMENT_GROUPS, SettingsParser, CUSTOM_DATA_FIELDS, FINETUNE_FLAGS, FINETUNE_TRAINER_FLAGS,
-                        LORA_FLAGS, PER_PHASE_BUDGETS, PHASES, PRETRAIN_DATA_FIELDS, PRETRAIN_FLAGS, DataArguments,
-                        ExperimentArguments, ModelArguments, SharedTrainingArguments)
+                        LORA_FLAGS, PER_PHASE_BUDGETS, PRETRAIN_DATA_FIELDS, PRETRAIN_FLAGS, DataArguments,
+                        ExperimentArguments, ModelArguments, SharedTrainingArguments, per_phase_flags)
 from .modes import MODES, uses_lora
 from .settings_files import read_config_file, recipe_settings
 
@@ -56,10 +56,9 @@ def layered(layers: list[dict[str, Any]]) -> dict[str, Any]:
     """Merge settings, later layers winning; a generic budget setting also clears the lower layers' per-phase ones."""
     merged: dict[str, Any] = {}
     for layer in layers:
-        for generic, suffix in PER_PHASE_BUDGETS.items():
-            if generic in layer:
-                for phase in PHASES:
-                    merged.pop(f"{phase}_{suffix}", None)
+        for generic in PER_PHASE_BUDGETS.keys() & layer.keys():
+            for name in per_phase_flags(generic):
+                merged.pop(name, None)
         merged.update(layer)
     return merged
 
@@ -81,9 +80,9 @@ def check_all_read(
         if "init_from" in given:  # --init_parts: ExperimentArguments refuses it (arms.check_spt_weights_source)
             unread["init_from"] = f"--mode {exp.mode} starts from random weights (or --model_name_or_path)"
     unread.update(unread_lora_settings(given, exp.mode, exp.finetune_method))
-    for generic, suffix in PER_PHASE_BUDGETS.items():
-        if generic in given and all(getattr(exp, f"{phase}_{suffix}") is not None for phase in phases):
-            per_phase = " and ".join(f"--{phase}_{suffix}" for phase in phases)
+    for generic in PER_PHASE_BUDGETS.keys() & given:
+        if all(getattr(exp, name) is not None for name in per_phase_flags(generic, phases)):
+            per_phase = " and ".join(f"--{name}" for name in per_phase_flags(generic, phases))
             unread[generic] = f"{per_phase} set every phase this run trains"
     if data.task != "custom":
         for name in given & set(CUSTOM_DATA_FIELDS):
@@ -120,10 +119,8 @@ def parse_arguments(
     recipe = flags.get("recipe") or file_settings.get("recipe")
     task = flags.get("task") or file_settings.get("task") or DataArguments.task
     recipe_layer = recipe_settings(recipe, task) if recipe else {}
-    parser.set_defaults(**layered([recipe_layer, file_settings]))
-    for generic, suffix in PER_PHASE_BUDGETS.items():  # a flag's generic budget beats the lower layers' per-phase values
-        if generic in flags:
-            parser.set_defaults(**{f"{phase}_{suffix}": None for phase in PHASES})
+    typed_budgets = {name: flags[name] for name in PER_PHASE_BUDGETS.keys() & flags.keys()}  # the top layer's
+    parser.set_defaults(**layered([recipe_layer, file_settings, typed_budgets]))
     data, model, experiment, training, _ = parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)
     check_all_read(set(flags) | set(file_settings), data, experiment, training)
     return data, model, experiment, training
