@@ -2,9 +2,10 @@
 
 The package is built in layers that never import upward:
 `models` (config, encoder, heads, tokenizers) -> `training` (arguments and trainers of both
-phases, collators, losses, parts) -> `tasks` (data) and `analysis` -> `runs` (phase definitions, the
-run folder, Hub checks) -> `experiments` (command-line arguments, recipes, the two-phase pipeline,
-cards; `experiments.suites`: the ablation grid, LRA suite and budget study).
+phases, collators, losses, parts, cards) -> `tasks` (data) and `analysis` -> `runs` (phase definitions,
+the run folder, resuming, Hub checks) and `reports` (tables, figures, paired statistics of finished
+results) -> `experiments` (command-line arguments, recipes, a run's settings resolved once, the
+two-phase pipeline; `experiments.suites`: the ablation grid, LRA suite and budget study).
 
 The public API is importable from here. Importing the package registers `model_type="spt"` with
 transformers' Auto classes, so `AutoModelForMaskedLM.from_pretrained(folder)` loads the
