@@ -142,7 +142,7 @@ def task_requests(data_args: DataArguments) -> tuple[TaskRequest, TaskRequest | 
     """The task the data flags ask for (builder options: `--task_options`, the custom-data flags for `custom`, the
     preprocessing workers) and, for cross-task SPT, the task to pretrain on (None without `--pretrain_task`)."""
     options = dict(data_args.task_options)
-    if data_args.task == "custom":  # a flag left at its default keeps --task_options' value (a grid's task gives files so)
+    if data_args.task == "custom":  # a flag at its default keeps --task_options' value (a grid's task gives files so)
         for name in CUSTOM_DATA_FIELDS:
             value = getattr(data_args, name)
             if value == DataArguments.__dataclass_fields__[name].default and name in options:
@@ -190,10 +190,12 @@ def resolve_run(data_args: DataArguments, model_args: ModelArguments, exp: Exper
         budget = {suffix: phase_value(getattr(exp, f"{phase}_{suffix}"), getattr(training, generic), phase, suffix)
                   for generic, suffix in PER_PHASE_BUDGETS.items()}
         phases[phase] = PhaseSpec(
-            phase, training.phase_kwargs(phase), budget["epochs"], budget["learning_rate"], budget["batch_size"],
-            budget["max_steps"], exp.pretrain_objective, exp.mlm_probability, exp.mask_replace_prob,
-            exp.random_replace_prob, exp.token_weighting, exp.class_weighting, exp.early_stopping_patience,
-            exp.finetune_method, lora, exp.log_proximity, exp.proximity_every_n_steps)
+            phase=phase, trainer=training.phase_kwargs(phase), **budget, objective=exp.pretrain_objective,
+            mlm_probability=exp.mlm_probability, mask_replace_prob=exp.mask_replace_prob,
+            random_replace_prob=exp.random_replace_prob, token_weighting=exp.token_weighting,
+            class_weighting=exp.class_weighting, early_stopping_patience=exp.early_stopping_patience,
+            finetune_method=exp.finetune_method, lora=lora, log_proximity=exp.log_proximity,
+            proximity_every_n_steps=exp.proximity_every_n_steps)
     return RunSpec(
         mode=exp.mode, seed=training.seed, output_dir=Path(training.output_dir),
         task=task, pretrain_task=source, model=model, pretrain=phases["pretrain"], finetune=phases["finetune"],
@@ -203,4 +205,5 @@ def resolve_run(data_args: DataArguments, model_args: ModelArguments, exp: Exper
         recorded={"experiment": asdict(exp), "training": training.given(), "data": asdict(data_args)})
 
 
-__all__ = ["SIZE_FLAGS", "TaskRequest", "ModelSpec", "PhaseSpec", "RunSpec", "phase_value", "task_requests", "resolve_run"]
+__all__ = ["SIZE_FLAGS", "TaskRequest", "ModelSpec", "PhaseSpec", "RunSpec", "phase_value", "task_requests",
+           "resolve_run"]
