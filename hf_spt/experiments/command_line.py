@@ -68,7 +68,7 @@ def check_all_read(
 ) -> None:
     """Fail on a given setting the chosen run does not read (another phase's, another task's...)."""
     mode = MODES[exp.mode]
-    phases = ("pretrain",) * mode.pretrains + ("finetune",) * bool(mode.arms)  # the phases it trains, in order
+    phases = mode.phases
     unread = {}
     if not mode.pretrains:
         for name in given & {*PRETRAIN_FLAGS, *PRETRAIN_DATA_FIELDS}:

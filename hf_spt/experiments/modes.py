@@ -23,6 +23,11 @@ class Mode:
     arms: tuple[Arm, ...] = ()
     help: str = ""  # what `--help` says of it
 
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """The phases it trains, in order: "pretrain" when it pretrains, "finetune" when it has arms."""
+        return ("pretrain",) * self.pretrains + ("finetune",) * bool(self.arms)
+
 
 SPT = Arm("spt", pretrain=True)
 SCRATCH = Arm("scratch")

@@ -87,9 +87,10 @@ def check_trainer_settings(specs: Iterable[PhaseSpec], preset_batch: int, output
     refuses (an optimizer or scheduler it lacks, an evaluation strategy the best-checkpoint rule cannot use, a
     reporter that is unknown or not installed, `--use_hub_kernels` without the `kernels` package) is a one-line user
     error naming the phase and the value."""
+    specs = list(specs)
+    if any(spec.trainer.get("use_hub_kernels") for spec in specs):
+        check_hub_kernels_available()
     for spec in specs:
-        if spec.trainer.get("use_hub_kernels"):
-            check_hub_kernels_available()
         try:
             args = PHASE_ARGUMENTS[spec.phase](**trainer_kwargs(spec, output_dir / spec.phase, preset_batch))
         except UserInputError:

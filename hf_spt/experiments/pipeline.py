@@ -85,11 +85,6 @@ def prepare_pretrain_task(request: TaskRequest, task: Task, seed: int) -> Task:
     return fit_lengths(source, task.preset.max_length, request.truncation)
 
 
-def trained_phases(mode: str) -> tuple[str, ...]:
-    """The phases `mode` trains, in order: "pretrain" when it pretrains, "finetune" when it has arms."""
-    return ("pretrain",) * MODES[mode].pretrains + ("finetune",) * bool(MODES[mode].arms)
-
-
 def check_run(run: RunSpec, phases: tuple[str, ...] | None = None, trainer_arguments: bool = True) -> None:
     """Everything the settings of a run must satisfy, checked before any data is built (and by every `--dry_run`):
     the task options against their builder's declaration, the model config and its models built on the meta
@@ -98,7 +93,7 @@ def check_run(run: RunSpec, phases: tuple[str, ...] | None = None, trainer_argum
     (`check_trainer_settings`). Building Trainer arguments sets up the process's distributed state, so a grid,
     whose runner sets that state up itself, checks them once it has (`suites.grid.check_trainer_settings_of`).
     Each group's declared ranges were checked when the run was resolved (`run_spec.resolve_run`)."""
-    phases = trained_phases(run.mode) if phases is None else phases
+    phases = MODES[run.mode].phases if phases is None else phases
     check_task_options(run.task.name, run.task.options)
     if "pretrain" in phases and run.pretrain_task is not None:
         check_task_options(run.pretrain_task.name, run.pretrain_task.options)
@@ -185,5 +180,5 @@ def run_experiment(data_args: DataArguments, model_args: ModelArguments, exp: Ex
     return run_planned(resolve_run(data_args, model_args, exp, training))
 
 
-__all__ = ["prepare_task", "prepare_pretrain_task", "fit_lengths", "trained_phases", "check_run", "plan_run",
+__all__ = ["prepare_task", "prepare_pretrain_task", "fit_lengths", "check_run", "plan_run",
            "clear_phase_folders", "plan_experiment", "run_planned", "run_experiment"]
