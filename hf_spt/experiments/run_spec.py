@@ -29,8 +29,8 @@ from typing import Any
 from ..errors import UserInputError
 from ..training.parts import Parts
 from ..value_checks import check_declared
-from .arguments import (CUSTOM_DATA_FIELDS, PHASE_ARGUMENTS, PER_PHASE_BUDGETS, PHASES, TRANSFORMERS_RANGES,
-                        DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments)
+from .arguments import (CUSTOM_DATA_FIELDS, PER_PHASE_BUDGETS, PHASES, TRANSFORMERS_RANGES,
+                        DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments, phase_default)
 
 SIZE_FLAGS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 
@@ -126,15 +126,14 @@ class RunSpec:
         return {"pretrain": self.pretrain, "finetune": self.finetune}[name]
 
 
-def phase_value(per_phase: Any, generic: Any, phase: str, setting: str) -> Any:
-    """The per-phase rule, the one place it is written: a budget `setting` ("epochs", "learning_rate",
-    "batch_size", "max_steps") of `phase` is its per-phase value, else the generic `TrainingArguments` flag's, else
-    the phase's `TrainingArguments` subclass's default (batch size None: the task preset's)."""
+def phase_value(per_phase: Any, generic: Any, phase: str, generic_name: str) -> Any:
+    """The per-phase rule, the one place it is written: a budget of `phase` is its per-phase flag's value
+    (`per_phase`), else the generic `TrainingArguments` flag's (`generic`, named `generic_name`), else the phase's
+    `TrainingArguments` subclass's default (batch size None: the task preset's)."""
     if per_phase is not None:
         return per_phase
-    if generic is None and setting != "batch_size":
-        name = next(name for name, suffix in PER_PHASE_BUDGETS.items() if suffix == setting)
-        return PHASE_ARGUMENTS[phase].__dataclass_fields__[name].default
+    if generic is None and generic_name != "per_device_train_batch_size":
+        return phase_default(phase, generic_name)
     return generic
 
 
@@ -187,7 +186,7 @@ def resolve_run(data_args: DataArguments, model_args: ModelArguments, exp: Exper
             "target_modules": exp.lora_target_modules}
     phases = {}
     for phase in PHASES:
-        budget = {suffix: phase_value(getattr(exp, f"{phase}_{suffix}"), getattr(training, generic), phase, suffix)
+        budget = {suffix: phase_value(getattr(exp, f"{phase}_{suffix}"), getattr(training, generic), phase, generic)
                   for generic, suffix in PER_PHASE_BUDGETS.items()}
         phases[phase] = PhaseSpec(
             phase=phase, trainer=training.phase_kwargs(phase), **budget, objective=exp.pretrain_objective,
