@@ -31,6 +31,7 @@ from ..runs.folder import PHASE_RESULT_NAME, read_json
 from ..runs.phase_definition import (check_phase_folder, finetune_definition, holds_nothing, pretrain_definition,
                                      record_definition)
 from ..runs.provenance import run_provenance
+from ..runs.resume import train_resuming
 from ..tasks import Task
 from ..training.finetune_trainer import FinetuneTrainer
 from ..training.lora import parameter_counts
@@ -38,10 +39,9 @@ from ..training.lora_adapters import adapter_provenance, with_adapters
 from ..training.model_card import SptModelCardData
 from ..training.model_factory import classification_model, pretraining_collator, pretraining_model
 from ..training.parts import freeze_parts as freeze_model_parts
-from ..training.phase_card import phase_card_data
 from ..training.parts import load_partial_weights
+from ..training.phase_card import phase_card_data
 from ..training.pretrain_trainer import PretrainTrainer
-from ..runs.resume import train_resuming
 from .arms import Arm, check_spt_weights_source
 from .model_config import build_config, fit_to_checkpoint
 from .phase_arguments import finetune_arguments, masking_rate, pretrain_arguments
