@@ -376,3 +376,48 @@ def test_the_paired_figure_draws_each_study_of_several_configurations(tmp_path):
     # a configuration's label: the title its study file gives it (passed in), else its code name
     assert [panel.configs for panel in paired_panels(evidence, {"a": "config A"})] == [{"a": "config A", "b": "b"}]
     assert (tmp_path / PAIRED_PLOT_NAME).stat().st_size > 0
+
+
+def test_the_paired_figure_draws_the_whole_budget_contrast_its_columns_name(tmp_path, monkeypatch):
+    """Issue 54: `budget_study_paired.png` from the committed rows. A column named for scratch given SPT's whole
+    budget draws SPT minus that control (the README's +15.4 at 300 pictures) beside plain and patient scratch, in
+    the whole-budget arm's colour, and the legend names it; every mean drawn is a paired row of the report."""
+    from contextlib import contextmanager
+
+    from matplotlib.colors import to_hex
+
+    from hf_spt.experiments.suites.budget_study import shipped_study_configs, shipped_study_titles
+    from hf_spt.reports import budget_report
+    from hf_spt.reports.arm_labels import ARM_COLOURS
+
+    figures = []
+    original = budget_report.saved_figure
+
+    @contextmanager
+    def kept(path, **options):  # noqa: ANN001, ANN202 - the report's own figure, kept for reading after it is saved
+        with original(path, **options) as (figure, axes):
+            figures.append(figure)
+            yield figure, axes
+
+    monkeypatch.setattr(budget_report, "saved_figure", kept)
+    rows = json.loads((Path(__file__).resolve().parent.parent / "docs/lra/budget_study.json").read_text())
+    evidence = study_evidence(rows, shipped_study_configs())
+    budget_report.plot_paired(evidence, tmp_path / "paired.png", shipped_study_titles())
+    colour = {to_hex(value): arm for arm, value in ARM_COLOURS.items()}
+    drawn: dict[str, dict[str, float]] = {}  # {column label: {control: mean drawn}}
+    for axis in figures[0].axes:
+        labels = [label.get_text().replace("\n", " ") for label in axis.get_xticklabels()]
+        for container in axis.containers:
+            line = container.lines[0]
+            column = labels[round(float(line.get_xdata()[0]))]
+            drawn.setdefault(column, {})[colour[to_hex(line.get_color())]] = float(line.get_ydata()[0])
+    whole = {column: means for column, means in drawn.items() if "whole budget" in column and "pooled" not in column}
+    assert len(whole) == 2
+    for column, means in whole.items():
+        assert sorted(means) == ["scratch", "scratch_compute_matched", "scratch_compute_matched_full"], column
+    n300 = next(means for column, means in whole.items() if "300 pictures" in column)
+    paired = next(c["difference"] for c in evidence["paired"] if c["config"] == "digits16_n300_whole_budget"
+                  and c["control"] == "scratch_compute_matched_full")
+    assert n300["scratch_compute_matched_full"] == pytest.approx(100 * paired.mean) == pytest.approx(15.42, abs=0.01)
+    legend = [text.get_text().replace("\n", " ") for text in figures[0].axes[0].get_legend().get_texts()]
+    assert "compute-matched scratch, whole budget" in legend

@@ -7,8 +7,9 @@ loss and the near-2 proximity ratio of every layer: whether pretraining left the
 and turned attention local, next to whether accuracy followed. Token axes are logarithmic; arms are named and
 coloured as `arm_labels` says. `budget_study.md` adds SPT's differences paired by seed (`paired_seeds`; pools of
 several budgets or configurations with the seed as the unit) and how many of its intervals exclude 0, and
-`budget_study_paired.png` draws them, each seed's difference beside the mean and its 95% interval: the README's
-configurations and pools (`DOCS_PANELS`), and any other study of several configurations.
+`budget_study_paired.png` draws them against each scratch control a configuration has (plain, compute-matched and,
+where a study trains it, compute-matched given SPT's whole budget), each seed's difference beside the mean and its 95%
+interval: the README's configurations and pools (`DOCS_PANELS`), and any other study of several configurations.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ CHECKPOINTS_JSON_NAME = "budget_study_checkpoints.json"
 STUDY_MD_NAME = "budget_study.md"
 STUDY_PLOT_NAME = "budget_study.png"
 PAIRED_PLOT_NAME = "budget_study_paired.png"
-_PAIRED_CONTROLS = {"scratch": "o", "scratch_compute_matched": "s"}  # the controls drawn, by marker
+# the controls drawn where a row has them, by marker: a column titled by a study of scratch given SPT's whole budget
+# draws that contrast, not only the plain and patient controls beside it
+_PAIRED_CONTROLS = {"scratch": "o", "scratch_compute_matched": "s", "scratch_compute_matched_full": "D"}
 
 
 def _pct(stats: dict[str, float] | None) -> str:
@@ -260,23 +263,28 @@ def _panel_rows(panel: PairedPanel, evidence: dict[str, list[dict[str, Any]]]
 
 
 def plot_paired(evidence: dict[str, list[dict[str, Any]]], path: Path, titles: Mapping[str, str] | None = None) -> None:
-    """`budget_study_paired.png`: a panel per `paired_panels` panel, SPT minus each scratch control paired by seed
-    in each row (a configuration's budget, or a pool on grey), as the mean with its 95% interval (one seed: the
-    point alone) and each seed's difference beside it (a pool's: each seed's mean). A gain is resolved where the
-    bar clears the zero line. One legend, beside the first panel."""
+    """`budget_study_paired.png`: a panel per `paired_panels` panel, SPT minus each scratch control of
+    `_PAIRED_CONTROLS` paired by seed in each row (a configuration's budget, or a pool on grey), as the mean with its
+    95% interval (one seed: the point alone) and each seed's difference beside it (a pool's: each seed's mean),
+    side by side in a panel for the controls its rows have. A gain is nominally resolved where the bar clears the
+    zero line (unadjusted: `budget_study.md` counts the intervals). One legend, beside the first panel, naming
+    every control drawn."""
     from matplotlib.legend_handler import HandlerTuple
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     panels = paired_panels(evidence, titles)
+    panel_rows = [_panel_rows(panel, evidence) for panel in panels]
+    drawn = [control for control in _PAIRED_CONTROLS if any(control in row[2] for rows in panel_rows for row in rows)]
     with saved_figure(path, dpi=100, nrows=len(panels), ncols=1, figsize=(13, 4.4 * len(panels)),
                       squeeze=False) as (_, axes):
-        for (axis,), panel in zip(axes, panels):
-            rows = _panel_rows(panel, evidence)
+        for (axis,), panel, rows in zip(axes, panels, panel_rows):
             for index, (_, pooled, _) in enumerate(rows):
                 if pooled:
                     axis.axvspan(index - 0.45, index + 0.45, color="0.9", zorder=0)
-            for offset, (control, marker) in zip((-0.17, 0.17), _PAIRED_CONTROLS.items()):
+            controls = [control for control in drawn if any(control in row[2] for row in rows)]
+            for position, control in enumerate(controls):
+                offset, marker = (position - (len(controls) - 1) / 2) * 0.68 / len(controls), _PAIRED_CONTROLS[control]
                 for index, difference in ((index, row[2][control]) for index, row in enumerate(rows)
                                           if control in row[2]):
                     interval = difference.interval
@@ -293,11 +301,11 @@ def plot_paired(evidence: dict[str, list[dict[str, Any]]], path: Path, titles: M
             axis.axhline(0, color="black", linewidth=0.8)
             axis.set_ylabel("SPT minus control (points)", fontsize=10)
             axis.set_title(f"{panel.title}: test accuracy, paired by seed", fontsize=11)
-        means = [Line2D([], [], marker=marker, color=arm_colour(control, 0), markersize=7)
-                 for control, marker in _PAIRED_CONTROLS.items()]
-        seeds = tuple(Line2D([], [], **_seed_style(control, marker)) for control, marker in _PAIRED_CONTROLS.items())
+        means = [Line2D([], [], marker=_PAIRED_CONTROLS[control], color=arm_colour(control, 0), markersize=7)
+                 for control in drawn]
+        seeds = tuple(Line2D([], [], **_seed_style(control, _PAIRED_CONTROLS[control])) for control in drawn)
         axes[0][0].legend([*means, seeds, Patch(color="0.9")],
-                          [*map(arm_words, _PAIRED_CONTROLS), "each seed",
+                          [*(textwrap.fill(arm_words(control), 24) for control in drawn), "each seed",
                            "pooled: the seed as\nthe unit (dots: seed means)"],
                           handler_map={tuple: HandlerTuple(ndivide=None)}, title="SPT minus (mean, 95% interval)",
                           fontsize=10, title_fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1))
