@@ -25,6 +25,9 @@ TITLES_BEFORE = {"digits8": "digits, 8x8 pixels (64 tokens)", "digits16": "digit
                  "pathfinder24_cl2_d0_left_seeds": "Pathfinder 24x24, column label, three seeds"}
 """The words the published figures name the shipped configurations by (the table `arm_labels` held before the
 studies' files did): a published figure drawn again reads the same."""
+TITLES_SINCE = {"mnist14_n1000": "MNIST 14x14, 1,000 labelled pictures",
+                "mnist14_n3000": "MNIST 14x14, 3,000 labelled pictures"}
+"""Studies shipped since (issue 56's MNIST pilot)."""
 
 
 def test_arms_read_as_the_docs_name_them():
@@ -37,7 +40,7 @@ def test_arms_read_as_the_docs_name_them():
 
 
 def test_the_shipped_studies_title_their_configurations_as_the_published_figures_do():
-    assert shipped_study_titles() == TITLES_BEFORE
+    assert shipped_study_titles() == {**TITLES_BEFORE, **TITLES_SINCE}
     assert study_titles("digits_length") == {key: TITLES_BEFORE[key] for key in ("digits8", "digits16")}
     assert study_titles("pathfinder_cl2_patience") == {}  # no title: its figures keep the code name
 

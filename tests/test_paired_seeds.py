@@ -152,3 +152,17 @@ def test_the_grid_and_lra_reports_pair_spt_with_their_controls():
     grid = paired_markdown(rows)
     assert "| listops | spt | scratch |" in grid and "| listops | spt | scratch_compute_matched |" in grid
     assert "| listops | scratch_compute_matched | scratch |" in grid
+
+
+def test_p_and_interval_are_scipys_paired_t_test():
+    """Issue 56: the interval and p come from scipy.stats, and agree with its one-sample t-test of the differences."""
+    from scipy import stats
+
+    scores = {0: 0.03, 1: -0.01, 2: 0.05, 3: 0.02, 4: 0.04}
+    difference = paired_difference(scores, dict.fromkeys(scores, 0.0))
+    result = stats.ttest_1samp(list(scores.values()), 0.0)
+    assert difference.p_value == pytest.approx(result.pvalue, rel=1e-9)
+    assert difference.interval == pytest.approx(tuple(result.confidence_interval(0.95)), rel=1e-9)
+    assert difference.resolved == (difference.p_value < 0.05)
+    assert paired_difference({0: 0.1}, {0: 0.0}).p_value is None  # one seed: no test
+    assert paired_difference({0: 0.1, 1: 0.1}, {0: 0.0, 1: 0.0}).p_value == 0.0  # equal differences, sd 0

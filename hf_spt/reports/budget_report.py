@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import statistics
 import textwrap
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ..runs.folder import read_json
 from ..runs.provenance import PROVENANCE_KEYS
 from .arm_labels import arm_colour, arm_words, config_words
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_table
+from .preregistration import EXPLORATORY_NOTE, Preregistration, preregistered_lines
 from .report_sources import join_by_config
 from .seed_tables import mean_std_cell, one_decimal
 
@@ -117,12 +118,15 @@ def _interval_line(evidence: dict[str, list[dict[str, Any]]]) -> str:
 
 
 def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]],
-                   evidence: dict[str, list[dict[str, Any]]]) -> str:
+                   evidence: dict[str, list[dict[str, Any]]], declared: Sequence[str] = ()) -> str:
     """One table per configuration: a row per pretraining budget with both controls and the gains, the
     checkpoint's losses and proximity; then scratch and the control arms; then SPT's differences paired by seed
     (`evidence`: `study_evidence.study_evidence`'s); last, the pools over a study's
-    configurations. First, how many paired intervals all this prints and how many exclude 0."""
-    lines = [_interval_line(evidence), ""]
+    configurations. First, how many paired intervals all this prints and how many exclude 0. Before everything,
+    a preregistered study's confirmatory section (`declared`: `preregistration.preregistered_lines`), the rest then
+    headed exploratory."""
+    lines = [*declared, "## Exploratory", "", EXPLORATORY_NOTE, ""] if declared else []
+    lines += [_interval_line(evidence), ""]
     scopes = set(summary)
     for config, entry in summary.items():
         probes = _checkpoint_means(checkpoints, config)
@@ -324,12 +328,17 @@ def _legend_beside(axis: Any) -> None:
 
 def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], summary: dict[str, Any],
                        evidence: dict[str, list[dict[str, Any]]], output_dir: Path,
-                       titles: Mapping[str, str] | None = None) -> None:
+                       titles: Mapping[str, str] | None = None, preregistrations: Sequence[Preregistration] = ()) -> None:
     """Write the rows, checkpoint probes, tables (with `evidence`, `study_evidence.study_evidence`'s)
-    and figures into `output_dir`, each configuration in a figure titled by `titles` (`plot_study`)."""
+    and figures into `output_dir`, each configuration in a figure titled by `titles` (`plot_study`); the tables
+    open with each of `preregistrations` whose primary configuration the rows hold, tested as declared."""
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
-    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints, evidence))
+    configs = {row["config"] for row in rows}
+    declared = [line for registration in preregistrations if registration.primary.config in configs
+                for line in preregistered_lines(registration, rows)]
+    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints, evidence,
+                                                                                  declared))
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME, titles)
     if paired_panels(evidence):  # the README's configurations, or a study of several configurations

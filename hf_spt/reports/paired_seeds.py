@@ -16,10 +16,10 @@ interval by the square root of the comparisons pooled without the evidence for i
 A report of many intervals says how many it prints and how many exclude 0 (`interval_count`): at 95% each, an
 interval whose true difference is 0 excludes 0 one time in 20, so a reader weighs one that does against the count.
 
-The t quantile is computed, not tabled: Student t's two-sided probability P(|T| <= t) for integer degrees of
-freedom has a closed form (Abramowitz & Stegun, Handbook of Mathematical Functions, 26.7.3 and 26.7.4), solved
-for 0.95 by bisection; the test checks it against the NIST/SEMATECH e-Handbook of Statistical Methods' table
-(section 1.3.6.7.2: 12.706, 4.303, 3.182, ... for 1, 2, 3 ... degrees of freedom).
+The t quantile and the two-sided p of the mean difference (one-sample t-test of the differences against 0, the
+paired t-test) come from `scipy.stats`' Student t distribution, so the interval excludes 0 exactly when p < 0.05;
+the test checks them against the NIST/SEMATECH e-Handbook of Statistical Methods' table (section 1.3.6.7.2:
+12.706, 4.303, 3.182, ... for 1, 2, 3 ... degrees of freedom) and against `scipy.stats.ttest_1samp`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import statistics
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from scipy import stats
 
 from .seed_tables import one_decimal, rounded
 
@@ -40,31 +42,11 @@ PAIRED_HEADER = ["seeds", "difference per seed", "mean", "sd", "95% interval", "
 STD_NOTE = "± is the sample standard deviation over seeds (n - 1), of each arm on its own; n/a for one seed"
 
 
-def _central_probability(t: float, degrees: int) -> float:
-    """P(|T| <= t) for Student's T with `degrees` (integer) degrees of freedom (A&S 26.7.3, 26.7.4)."""
-    theta = math.atan(t / math.sqrt(degrees))
-    sine, cosine = math.sin(theta), math.cos(theta)
-    if degrees == 1:
-        return 2 * theta / math.pi
-    odd = degrees % 2
-    term = total = cosine if odd else 1.0
-    for k in range(3 if odd else 2, degrees - 1, 2):  # the series' terms up to cos^(degrees - 2)
-        term *= (k - 1) / k * cosine * cosine
-        total += term
-    return 2 / math.pi * (theta + sine * total) if odd else sine * total
-
-
 def t_quantile(degrees: int, confidence: float = CONFIDENCE) -> float:
     """The t with P(|T| <= t) = `confidence`: the two-sided interval's multiplier (12.706 for 1 degree, 0.95)."""
     if degrees < 1:
         raise ValueError(f"a t quantile needs at least 1 degree of freedom, got {degrees}")
-    low, high = 0.0, 1.0
-    while _central_probability(high, degrees) < confidence:
-        low, high = high, 2 * high
-    for _ in range(200):
-        middle = (low + high) / 2
-        low, high = (middle, high) if _central_probability(middle, degrees) < confidence else (low, middle)
-    return (low + high) / 2
+    return float(stats.t.ppf(0.5 + confidence / 2, degrees))
 
 
 @dataclass(frozen=True)
@@ -102,6 +84,16 @@ class PairedDifference:
             return None
         half = t_quantile(self.n - 1) * self.sd / math.sqrt(self.n)
         return self.mean - half, self.mean + half
+
+    @property
+    def p_value(self) -> float | None:
+        """Two-sided p of the paired t-test (the mean difference against 0, n - 1 degrees of freedom, `scipy.stats`'
+        t distribution); None for one pair. Differences all equal give 0 (1 when they are all 0)."""
+        if self.sd is None:
+            return None
+        if self.sd == 0:
+            return 1.0 if self.mean == 0 else 0.0
+        return float(2 * stats.t.sf(abs(self.mean) / (self.sd / math.sqrt(self.n)), self.n - 1))
 
     @property
     def ahead(self) -> int:

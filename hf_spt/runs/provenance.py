@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import platform
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -70,10 +71,35 @@ def run_provenance() -> dict[str, Any]:
             "cpu": cpu_description()}
 
 
+DESCRIBED = re.compile(r"^(?:.*-g)?([0-9a-f]{7,40})(?:-dirty)?$")
+"""`package_commit`'s words: a hash, `git describe`'s "<tag>-<n>-g<hash>" where a tag is near, "-dirty" after."""
+
+
+def described_commit(described: str | None) -> str | None:
+    """The commit hash in a recorded `commit` ("-dirty": uncommitted changes on top of it); None for "unknown",
+    a missing one or anything else."""
+    match = DESCRIBED.match(described or "")
+    return match.group(1) if match else None
+
+
+def is_ancestor(repository: Path | None, ancestor: str, commit: str) -> bool | None:
+    """Whether `ancestor` is `commit` or one of its ancestors in the git repository at `repository`; None when git
+    cannot tell (no git, no repository, or a commit the repository does not hold)."""
+    if repository is None:
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(repository), "merge-base", "--is-ancestor", ancestor, commit],
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(done.returncode)
+
+
 def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
     """The provenance keys a result holds (none for one written before they were recorded), for a row built
     from it: old rows read back unchanged."""
     return {key: result[key] for key in PROVENANCE_KEYS if key in result}
 
 
-__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "package_commit", "cpu_description", "run_provenance", "recorded_provenance"]
+__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "package_commit", "cpu_description", "run_provenance", "described_commit",
+           "is_ancestor", "recorded_provenance"]

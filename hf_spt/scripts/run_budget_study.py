@@ -41,8 +41,8 @@ from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.reports.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
 from hf_spt.experiments.suites.budget_study import (checkpoint_rows, seeds_on_record, shipped_study_configs,
-                                                    shipped_study_titles, study_grid, study_names, study_rows,
-                                                    study_titles)
+                                                    shipped_study_preregistrations, shipped_study_titles, study_grid,
+                                                    study_names, study_preregistration, study_rows, study_titles)
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.reports.study_evidence import study_evidence, summarize_study
 from hf_spt.experiments.exit_status import run_cli
@@ -107,7 +107,7 @@ def run(args: BudgetStudyArguments) -> None:
         rows, checkpoints = combined_reports(args.combined_folders, args.replaced_configs, args.added_configs)
         titles = shipped_study_titles()  # the figures name each configuration as its study file does
         write_study_report(rows, checkpoints, summarize_study(rows), study_evidence(rows, shipped_study_configs()),
-                           Path(args.output_dir), titles)
+                           Path(args.output_dir), titles, shipped_study_preregistrations())
         compute = [Path(folder) / f"{COMPUTE_PREFIX}_compute.json" for folder in args.combined_folders]
         for missing in (path for path in compute if not path.is_file()):
             print(f"{missing.parent}: no compute report (a study run before it existed: rerun its command, which "
@@ -142,7 +142,7 @@ def run(args: BudgetStudyArguments) -> None:
         titles = shipped_study_titles() | study_titles(args.study)  # a shipped configuration's, then the study's own
         write_study_report(rows, checkpoint_rows(grid, args.probe_examples), summarize_study(rows),
                            study_evidence(rows, {Path(args.study).stem: list(grid.tasks)}), Path(grid.output_dir),
-                           titles)
+                           titles, [registration] if (registration := study_preregistration(args.study)) else [])
         write_compute_report(grid_compute_curves(grid), grid.output_dir, COMPUTE_PREFIX, titles)
         print((Path(grid.output_dir) / STUDY_MD_NAME).read_text())
 

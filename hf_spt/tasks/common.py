@@ -65,7 +65,8 @@ def read_utf8(path: Path) -> str:
 CONTENT_HASHED_IMAGES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp")
 
 
-def _hash_file(path: Path, digest: "hashlib._Hash") -> None:
+def hash_file(path: Path, digest: "hashlib._Hash") -> None:
+    """Feed the bytes of `path` into `digest`, a megabyte at a time."""
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
@@ -79,7 +80,7 @@ def file_fingerprint(path: Path) -> str:
     path = Path(path)
     digest = hashlib.sha256(str(path.resolve()).encode())
     if path.is_file():
-        _hash_file(path, digest)
+        hash_file(path, digest)
         return digest.hexdigest()
     for item in sorted(p for p in path.rglob("*") if p.is_file()):
         digest.update(str(item.relative_to(path)).encode() + b"\0")
@@ -87,7 +88,7 @@ def file_fingerprint(path: Path) -> str:
             stat = item.stat()
             digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
         else:
-            _hash_file(item, digest)
+            hash_file(item, digest)
     return digest.hexdigest()
 
 
@@ -195,6 +196,6 @@ def grayscale_pixels(image: Any, size: int) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8)
 
 
-__all__ = ["DataFormatError", "HubDataUnavailableError", "PIXEL_VALUES", "require_path", "utf8_error", "read_utf8", "file_fingerprint", "content_cache_dir", "rows_to_dataset", "hub_dataset",
+__all__ = ["DataFormatError", "HubDataUnavailableError", "PIXEL_VALUES", "require_path", "utf8_error", "read_utf8", "hash_file", "file_fingerprint", "content_cache_dir", "rows_to_dataset", "hub_dataset",
            "is_saved_dataset", "load_saved_dataset", "carve_validation", "byte_ids", "byte_encode_column", "build_pixel_tokenizer",
            "pixel_ids", "grayscale_pixels"]

@@ -79,12 +79,14 @@ def digits_splits(labels: np.ndarray, num_validation: int, num_test: int, split_
             "train": np.sort(order[num_test + num_validation:])}
 
 
-def training_subset(pool: np.ndarray, labels: np.ndarray, num_train: int | None, seed: int) -> np.ndarray:
-    """`num_train` pictures of the training pool, class-balanced and drawn with `seed` (None: the whole pool)."""
+def training_subset(pool: np.ndarray, labels: np.ndarray, num_train: int | None, seed: int,
+                    task: str = "digits") -> np.ndarray:
+    """`num_train` pictures of the training pool, class-balanced and drawn with `seed` (None: the whole pool);
+    `task` names the task in the error."""
     if num_train is None:
         return pool
     if not 10 <= num_train <= len(pool):
-        raise UserInputError(f"digits: num_train must be between 10 (one per class) and the training pool's "
+        raise UserInputError(f"{task}: num_train must be between 10 (one per class) and the training pool's "
                              f"{len(pool)}, got {num_train}.")
     return np.sort(pool[stratified_order(labels[pool], np.random.default_rng(seed))[:num_train]])
 

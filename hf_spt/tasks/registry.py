@@ -53,7 +53,7 @@ class Task:
     preset: TaskPreset
     label_names: list[str] | None = None
     is_pair: bool = False
-    data_notes: list[str] = field(default_factory=list)  # what building the data left out, for the phase records
+    data_notes: list[str] = field(default_factory=list)  # what building the data left out or drew on (skipped files, a source), for the phase records
 
     def id2label(self) -> dict[int, str]:
         names = self.label_names or [str(i) for i in range(self.preset.num_labels)]

@@ -24,6 +24,7 @@ loss, near-2 proximity ratio per layer), cached in its folder as `checkpoint_pro
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from ...analysis.checkpoint_probe import probe_checkpoint
 from ...atomic_files import write_json
 from ...errors import UserInputError
 from ...runs.folder import PHASE_RESULT_NAME, read_json
+from ...reports.preregistration import Preregistration
 from ...runs.provenance import recorded_provenance
 from ...training.dataset_columns import input_lengths
 from ..phase_arguments import masking_rate
@@ -38,6 +40,7 @@ from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining
 from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, parse_grid, pretrain_jobs
 from .finished_runs import read_record
+from .budget_preregistration import PREREGISTERED_KEY, declaration_commit, parse_preregistration
 
 
 STUDIES_DIR = Path(__file__).with_name("studies")
@@ -86,6 +89,7 @@ def study_grid(study: str, seeds: list[int] | None = None, output_dir: str | Non
     file's when given; a task's `title` is the report's (`study_titles`), not the grid's."""
     path, raw = _study_file(study)
     _taken_titles(raw, path)
+    declared = raw.pop(PREREGISTERED_KEY, None)
     if seeds:
         raw["seeds"] = list(seeds)
     if output_dir:
@@ -97,7 +101,24 @@ def study_grid(study: str, seeds: list[int] | None = None, output_dir: str | Non
             raise UserInputError(f"{path}: study arm {arm.name!r} has pretrain_epochs {arm.pretrain_epochs:g}, so its "
                                  f"name ends in _e{arm.pretrain_epochs:g} (e.g. spt_e{arm.pretrain_epochs:g}): the "
                                  "study's report reads an arm's kind and budget off its name.")
+    if declared is not None:  # checked while the run plans: a bad declaration stops it before any training
+        parse_preregistration(declared, path, grid, Path(study).stem)
     return grid
+
+
+def study_preregistration(study: str) -> Preregistration | None:
+    """The `preregistered:` declaration of a shipped study (by name) or a grid file (by path), with the commit git
+    says declared it (`budget_preregistration.declaration_commit`); None for a study that declares nothing."""
+    path, raw = _study_file(study)
+    if raw.get(PREREGISTERED_KEY) is None:
+        return None
+    registration = parse_preregistration(raw[PREREGISTERED_KEY], path, study_grid(study), Path(study).stem)
+    return replace(registration, declaration=declaration_commit(path))
+
+
+def shipped_study_preregistrations() -> list[Preregistration]:
+    """The declarations of the shipped studies that make one, for a report that joins several."""
+    return [registration for name in study_names() if (registration := study_preregistration(name)) is not None]
 
 
 def study_titles(study: str) -> dict[str, str]:
@@ -199,4 +220,4 @@ def shipped_study_configs() -> dict[str, list[str]]:
 
 __all__ = ["STUDIES_DIR", "PROBE_NAME", "TITLE_KEY", "study_names", "study_grid", "study_titles",
            "shipped_study_titles", "seeds_on_record", "arm_kind", "study_rows", "checkpoint_rows",
-           "shipped_study_configs"]
+           "shipped_study_configs", "study_preregistration", "shipped_study_preregistrations"]
