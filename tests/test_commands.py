@@ -129,3 +129,7 @@ def test_the_default_grid_is_copied_out_for_an_installed_user(tmp_path, capsys, 
     assert copy.read_text() == "the user's edited grid"
     with pytest.raises(UserInputError, match="--write_default_grid my_grid.yaml` writes a copy"):
         parse_grid({"seeds": [0]})
+    with pytest.raises(SystemExit) as exit_info:  # a flag it would not read
+        cli.main(["ablation", "--write_default_grid", str(tmp_path / "other.yaml"), "--arms", "spt"])
+    assert exit_info.value.code == USER_ERROR_STATUS and "trains nothing" in capsys.readouterr().err
+    assert not (tmp_path / "other.yaml").exists()

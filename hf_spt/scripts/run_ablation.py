@@ -58,6 +58,10 @@ class AblationArguments:
         check_declared(self)
         self.arm_names = comma_names(self.arms, "--arms") if self.arms is not None else None
         self.seed_list = comma_seeds(self.seeds) if self.seeds is not None else None
+        if self.write_default_grid is not None and (self.grid_file != DEFAULT_GRID_FILE or self.output_dir is not None
+                                                    or self.arms is not None or self.seeds is not None):
+            raise UserInputError("--write_default_grid copies the default grid and trains nothing: give it without "
+                                 "--grid_file, --output_dir, --arms and --seeds.")
 
 
 def run(args: AblationArguments) -> None:
