@@ -353,8 +353,32 @@ def log_line(name: str, record: dict[str, Any]) -> str:
     return line + (f": {reason.splitlines()[-1]}" if reason else "")
 
 
+def checked_output_dir(folder: str) -> Path:
+    """OUTPUT_DIR as a Path once the report can be written there, before anything else runs; otherwise one line on
+    stderr and exit status 2, nothing written: an empty name (it would write into the current folder), a file, a
+    path under a file, a folder a write fails in (`hf_spt.runs.folder.check_writable_folder`'s rule, written again
+    here: the check must run where hf_spt does not import)."""
+    path = Path(folder)
+    existing = next((parent for parent in (path, *path.parents) if parent.exists()), Path("."))
+    if not folder.strip():
+        problem = "is empty (it would write into the current folder)"
+    elif not existing.is_dir():
+        problem = "is a file, not a folder" if existing == path else f"is under the file {existing}"
+    else:
+        probe = existing / f".gpu_self_check.write_probe.{os.getpid()}"
+        try:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.unlink(probe)
+            return path
+        except OSError as error:
+            problem = f"cannot be written ({error.strerror or error})"
+    print(f"error: --output_dir {folder + ' ' if folder.strip() else ''}{problem}: pass a folder you can write into.",
+          file=sys.stderr)
+    sys.exit(2)
+
+
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    output = Path(args.output_dir)
+    output = checked_output_dir(args.output_dir)
     if args.preflight:
         figures = preflight(args.dry_run)
         output.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@ and its figures, a generator's files).
 `replaced_file` hands out a stream on a temporary file next to the target and `os.replace`s it over the target when
 the block ends, so a reader (or a kill) sees the old content or the new, never half of it; a block that raises
 leaves the target untouched and no temporary behind. The file gets the permissions any new file gets (0666 less
-the umask), not `mkstemp`'s 0600. `write_text` and `write_json` write a whole text through it. A temporary a kill
+the umask), not `mkstemp`'s 0600. `write_text` and `write_json` write a whole text through it, `write_png` a picture
+(a generator's, the digits exporter's). A temporary a kill
 left behind matches `TEMPORARY_FILE` (`runs.folder.remove_stale_temporaries` removes those of a run folder).
 """
 
@@ -64,4 +65,13 @@ def write_json(path: str | Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=1))
 
 
-__all__ = ["TEMPORARY_FILE", "replaced_file", "write_text", "write_json"]
+def write_png(path: str | Path, pixels: Any) -> None:
+    """`pixels` (a uint8 array, (height, width) gray or (height, width, 3) colour) as a PNG at `path`, atomically
+    (Pillow, imported here only: the layers that write pictures need it)."""
+    from PIL import Image
+
+    with replaced_file(path, "wb") as stream:
+        Image.fromarray(pixels).save(stream, format="PNG")
+
+
+__all__ = ["TEMPORARY_FILE", "replaced_file", "write_text", "write_json", "write_png"]

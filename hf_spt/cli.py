@@ -1,8 +1,10 @@
 """`hf-spt`, the command the package installs: `hf-spt <command> [flags]` runs one job of `hf_spt.scripts`.
 
     hf-spt --help                  # the commands
+    hf-spt --version               # the installed hf_spt's version
     hf-spt run --help              # a command's flags (those of run_scripts/run_spt.py)
     hf-spt run --task listops      # = python -m hf_spt.scripts.run_spt --task listops
+    python -m hf_spt run ...       # the same as hf-spt, where the console script is not on PATH
 
 Launchers that start a module take the job's module (`accelerate launch -m hf_spt.scripts.run_spt ...`), or this
 one (`accelerate launch -m hf_spt.cli run ...`).
@@ -14,6 +16,7 @@ import ast
 import importlib
 import importlib.util
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from .experiments.exit_status import USER_ERROR_STATUS
@@ -37,7 +40,8 @@ def usage() -> str:
     """The commands, each with what its module's docstring says first."""
     width = max(map(len, COMMANDS))
     lines = [f"  {name:<{width}}  {summary(module)}" for name, module in COMMANDS.items()]
-    return "\n".join(["usage: hf-spt <command> [flags]   (hf-spt <command> --help: its flags)", "", "commands:", *lines])
+    return "\n".join(["usage: hf-spt <command> [flags]   (hf-spt <command> --help: its flags; hf-spt --version)", "",
+                      "commands:", *lines])
 
 
 def summary(module: str) -> str:
@@ -48,11 +52,14 @@ def summary(module: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the command `argv` (default: the command line) names with the rest of it; `--help` or no command prints
-    the commands (no command, or an unknown one, is a user error: exit status 2)."""
+    """Run the command `argv` (default: the command line) names with the rest of it; `--help` prints the commands,
+    `--version` the version (no command, or an unknown one, is a user error: exit status 2)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (["-h"], ["--help"]):
         print(usage())
+        return
+    if argv[:1] == ["--version"]:
+        print(f"hf-spt {metadata.version('hf-spt')}")  # the installed version, as runs record it
         return
     if not argv or argv[0] not in COMMANDS:
         named = f"unknown command {argv[0]!r}" if argv else "no command given"

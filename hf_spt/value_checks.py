@@ -15,7 +15,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from enum import Enum
 from typing import Annotated, Any, Literal, NamedTuple, Union
@@ -113,17 +113,24 @@ def value_problem(shown: str, value: Any, value_range: Range | None = None, valu
 def check_declared(settings: Any, extra_ranges: dict[str, Range] | None = None) -> None:
     """Raise one line listing every field of the dataclass `settings` outside its declared range or choices (its
     metadata's "range" and "values", and `extra_ranges` for fields declared elsewhere, e.g. transformers')."""
-    wrong = []
-    for spec in fields(settings):
-        value_range = spec.metadata.get("range") or (extra_ranges or {}).get(spec.name)
-        problem = value_problem(f"--{spec.name}", getattr(settings, spec.name, None), value_range,
-                                spec.metadata.get("values"))
-        if problem:
-            wrong.append(problem)
+    problems = (value_problem(f"--{spec.name}", getattr(settings, spec.name, None),
+                              spec.metadata.get("range") or (extra_ranges or {}).get(spec.name),
+                              spec.metadata.get("values")) for spec in fields(settings))
+    _raise_problems(problems)
+
+
+def check_ranges(values: Mapping[str, Any], ranges: Mapping[str, Range]) -> None:
+    """Raise one line listing every flag `--<name>` of `values` (an argparse command's flags, `vars(args)`) outside
+    its range in `ranges`, so a command checks all its flags before it writes anything."""
+    _raise_problems(value_problem(f"--{name}", values[name], value_range) for name, value_range in ranges.items())
+
+
+def _raise_problems(problems: Iterable[str | None]) -> None:
+    wrong = [problem for problem in problems if problem]
     if wrong:
         raise UserInputError("; ".join(wrong) + ".")
 
 
 __all__ = ["Range", "POSITIVE_INT", "NON_NEGATIVE_INT", "AT_LEAST_TWO", "POSITIVE", "NON_NEGATIVE", "PROBABILITY",
            "OPEN_PROBABILITY", "FRACTION", "DROPOUT", "MAX_STEPS", "TYPE_WORDS", "fits", "type_words", "declared_range",
-           "value_problem", "check_declared"]
+           "value_problem", "check_declared", "check_ranges"]

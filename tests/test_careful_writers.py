@@ -132,6 +132,31 @@ REFUSALS = [  # (script, argv: {user} a folder of the user's files, {file} a fil
     ("run_compute_curves", ["--runs", "{run}", "--output_dir", ""], "--output_dir is empty"),
     ("run_compute_curves", ["--runs", "{run}"], "--output_dir (by default the folder of --runs) {run} cannot be "
      "written"),
+    # issue 54: the combined budget report, the Pathfinder figure, and every generator flag checked before a write
+    ("run_budget_study", ["--combine", "{run}", "--output_dir", "{read_only}"], "--output_dir {read_only} cannot be "
+     "written"),
+    ("run_budget_study", ["--combine", "{run}", "--output_dir", "{file}"], "--output_dir {file} is a file, not a "
+     "folder"),
+    ("run_budget_study", ["--combine", "{run}", "--output_dir", READ_ONLY], f"--output_dir {READ_ONLY} cannot be "
+     "written"),
+    ("pathfinder_examples", ["--output", ""], "--output is empty"),
+    ("pathfinder_examples", ["--output", "{user}"], "--output {user} is a folder, not a file"),
+    ("pathfinder_examples", ["--output", "{read_only}/examples.png"], "--output's folder {read_only} cannot be "
+     "written"),
+    ("pathfinder_examples", ["--output", f"{READ_ONLY}/examples.png"], "cannot be written"),
+    ("pathfinder_examples", ["--output", "{file}/examples.png"], "--output's folder {file} is a file, not a folder"),
+    ("pathfinder_examples", ["--output", "{user}/examples.xyz"], "--output {user}/examples.xyz: name a file ending in"),
+    ("pathfinder_examples", ["--output", "{user}/examples.png", "--seed", "-1"], "--seed -1: must be a whole number"),
+    ("generate_pathfinder", ["--output_dir", "{user}/new", *PATHFINDER, "--image_size", "0"], "--image_size 0: must be "
+     "a whole number >= 1"),
+    ("generate_pathfinder", ["--output_dir", "{user}/new", *PATHFINDER, "--contour_length", "0"], "--contour_length 0: "
+     "must be a whole number >= 1"),
+    ("generate_pathfinder", ["--output_dir", "{user}/new", "--num_images", "0"], "--num_images 0: must be"),
+    ("generate_pathfinder", ["--output_dir", "{user}/new", *PATHFINDER, "--seed", "-1"], "--seed -1: must be"),
+    ("generate_listops", ["--output_dir", "{user}/new", *LISTOPS, "--num_workers", "-1"], "--num_workers -1: must be a "
+     "whole number >= 1"),
+    ("generate_listops", ["--output_dir", "{user}/new", *LISTOPS, "--num_train", "-5"], "--num_train -5: must be"),
+    ("generate_listops", ["--output_dir", "{user}/new", *LISTOPS, "--num_test", "0"], "--num_test 0: must be"),
 ]
 
 
@@ -214,3 +239,77 @@ def test_one_folder_holds_several_pathfinder_difficulties(tmp_path, monkeypatch)
                       monkeypatch) == 0
     assert tree_digest(output / "curv_contour_length_14") == first
     assert len(list((output / "curv_contour_length_9" / "imgs" / "0").glob("*.png"))) == 4
+
+
+def test_the_pathfinder_figure_needs_its_file_named_and_keeps_a_users_file_of_the_default_name(tmp_path, monkeypatch,
+                                                                                              capsys):
+    """Issue 54: with no --output the command wrote docs/pathfinder_examples.png under whatever folder it ran in,
+    replacing a user's file of that name; --output is now required, and the file it names is written."""
+    monkeypatch.chdir(write_user_files(tmp_path))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "pathfinder_examples.png").write_bytes(b"the user's own figure")
+    before = tree_digest(tmp_path)
+    assert run_script("pathfinder_examples", [], monkeypatch) == USER_ERROR_STATUS
+    assert "--output" in capsys.readouterr().err and tree_digest(tmp_path) == before
+    assert run_script("pathfinder_examples", ["--output", "figures/examples.png"], monkeypatch) == 0
+    assert (tmp_path / "figures" / "examples.png").read_bytes().startswith(b"\x89PNG")
+    assert (tmp_path / "docs" / "pathfinder_examples.png").read_bytes() == b"the user's own figure"
+
+
+@pytest.mark.parametrize("output", ["", "{file}", "{file}/report", "{read_only}", READ_ONLY])
+def test_the_gpu_self_check_refuses_its_output_folder_before_anything_runs(output, tmp_path, read_only, monkeypatch,
+                                                                          capsys):
+    """Issue 54: benchmarks/gpu_self_check.py wrote into the current folder for an empty --output_dir and raised a
+    traceback for a file or a read-only folder; now one line, exit status 2, nothing written, no step run."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_self_check
+
+    def no_step(*args):
+        raise AssertionError("a step was planned for a refused --output_dir")
+
+    monkeypatch.setattr(gpu_self_check, "plan", no_step)
+    monkeypatch.chdir(write_user_files(tmp_path / "user"))
+    places = {"file": tmp_path / "user" / "notes.txt", "read_only": read_only}
+    before = tree_digest(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        gpu_self_check.main(gpu_self_check.parse_arguments(["--dry_run", "--output_dir", output.format(**places)]))
+    err = capsys.readouterr().err
+    assert stop.value.code == USER_ERROR_STATUS and err.startswith("error: --output_dir") and err.count("\n") == 1, err
+    assert tree_digest(tmp_path) == before
+
+
+GENERATORS = [("generate_listops", LISTOPS, "", {"export": "listops", "seed": 7}),
+              ("generate_pathfinder", PATHFINDER, "curv_contour_length_14", {"export": "pathfinder", "image_size": 0})]
+
+
+@pytest.mark.parametrize("name, argv, difficulty, recorded", GENERATORS, ids=[g[0] for g in GENERATORS])
+def test_a_marker_alone_is_no_export_and_the_corrected_command_writes(name, argv, difficulty, recorded, tmp_path,
+                                                                      monkeypatch):
+    """Issue 54: a generator that stopped after recording its marker and before its first file (as e3e75e2's did on
+    --image_size 0) left a folder that refused the corrected command as "an export of other settings"; a marker
+    with no file beside it now counts as no export."""
+    output = tmp_path / "out"
+    (output / difficulty).mkdir(parents=True)
+    (output / difficulty / EXPORT_MARKER_NAME).write_text(json.dumps(recorded))
+    assert run_script(name, ["--output_dir", str(output), *argv], monkeypatch) == 0
+    assert json.loads((output / difficulty / EXPORT_MARKER_NAME).read_text())["seed"] == 0
+
+
+def test_generated_pictures_are_written_whole_through_the_atomic_writer(tmp_path, monkeypatch):
+    """Issue 54: every PNG of the digits exporter and the Pathfinder generator becomes its file by `os.replace` of
+    a temporary (`hf_spt.atomic_files`), so a kill never leaves half a picture under its final name."""
+    from hf_spt.tasks.digits import write_digits_image_folder
+    from hf_spt.tasks.pathfinder_generator import write_pathfinder
+
+    replaced = set()
+    real_replace = os.replace
+
+    def recording_replace(source, target, *args, **kwargs):
+        replaced.add(Path(target))
+        return real_replace(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", recording_replace)
+    write_pathfinder(tmp_path / "pathfinder", 4)
+    write_digits_image_folder(tmp_path / "digits", 8)
+    pictures = set(tmp_path.rglob("*.png"))
+    assert len(pictures) == 4 + 1797 and pictures <= replaced

@@ -72,6 +72,27 @@ def test_config_file_values_of_the_wrong_type_are_errors_naming_key_value_and_ty
     assert str(error.value).startswith(f"{config}: {message}")
 
 
+@pytest.mark.parametrize("written, spellings", [("1e-3", ("1.0e-3", "0.001")), ("2E5", ("2.0e+5", "200000")),
+                                                ("1.5e4", ("1.5e+4", "15000"))])
+def test_a_grid_number_yaml_reads_as_text_says_so_and_how_to_write_it(tmp_path, written, spellings):
+    """Issue 54: a grid's `learning_rate: 1e-3` was refused as text without saying why: YAML 1.1 (PyYAML) reads a
+    number in exponent form as text unless it has a dot and a signed exponent. The message says so, and both
+    spellings it suggests read as that number."""
+    import yaml
+
+    from hf_spt.experiments.suites.grid import load_grid
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f"tasks: {{markov: {{task: markov}}}}\nseeds: [0]\narms: [{{name: scratch}}]\n"
+                    f"experiment: {{learning_rate: {written}}}\n")
+    with pytest.raises(UserInputError) as error:
+        load_grid(grid)
+    assert (f"learning_rate: '{written}' does not fit learning_rate, which takes a number or null (YAML 1.1 reads "
+            f"{written} as text" in str(error.value)), error.value
+    assert f"write {spellings[0]} or {spellings[1]})" in str(error.value), error.value
+    assert all(yaml.safe_load(spelling) == float(written) for spelling in spellings)
+
+
 def test_run_spt_config_file_of_the_wrong_type_exits_2_in_one_line_before_any_work(tmp_path):
     """Before: `seed: [1, 2]` a TypeError inside fine-tuning, after its phase definition was written (which then
     blocked the corrected re-run); `hidden_size: 32.5` a validation traceback."""

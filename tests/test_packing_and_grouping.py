@@ -136,6 +136,21 @@ def test_padding_free_needs_a_varlen_backend_and_names_the_path_it_takes(tmp_pat
     assert model.config._attn_implementation == "torch_varlen"
 
 
+def test_padding_free_on_another_architecture_names_it_not_the_classifier_wrapping_it(tmp_path):
+    """Issue 54: `--model_type bert --padding_free` was refused naming 'spt_backbone_classifier' (hf_spt's pooling
+    head around the backbone), which the user never typed."""
+    from transformers import BertConfig
+
+    from hf_spt import BackboneClassifierConfig, BackboneForSequenceClassification
+
+    backbone = BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                          intermediate_size=32)
+    model = BackboneForSequenceClassification(BackboneClassifierConfig(backbone=backbone, num_labels=2))
+    args = FinetuneArguments(output_dir=str(tmp_path), padding_free=True, use_cpu=True, report_to=[])
+    with pytest.raises(UserInputError, match=r"an SPT model \(this one is 'bert'\)"):
+        check_padding_free(model, args)
+
+
 def test_lengths_decide_the_default_and_a_pair_counts_its_longer_document():
     assert lengths_vary([500, 2000, 1000, 800]) and not lengths_vary([100] * 8) and not lengths_vary([100, 104])
     pairs = Dataset.from_dict({"input_ids": [[1] * 3, [1] * 9], "pair_input_ids": [[1] * 7, [1] * 2]})

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from datasets import Dataset
 from transformers import TrainingArguments
 
+from hf_spt.atomic_files import TEMPORARY_FILE
 from hf_spt.runs.phase_definition import (
     DEFINITION_NAME,
     PhaseDefinitionMismatch,
@@ -77,10 +81,22 @@ def test_a_folder_without_a_recorded_definition_is_refused(tmp_path):
 def test_a_definition_killed_mid_write_leaves_a_folder_that_can_be_judged(tmp_path):
     folder = tmp_path / "phase"
     folder.mkdir()
-    (folder / f".{DEFINITION_NAME}.tmp").write_text('{"hf_sp')  # killed before the rename
+    (folder / f".{DEFINITION_NAME}.0123456789abcdef.tmp").write_text('{"hf_sp')  # killed before the rename
     check_phase_folder(folder, _definition(tmp_path))  # before: refused as an unrecorded run
     record_definition(folder, _definition(tmp_path))
     check_phase_folder(folder, _definition(tmp_path))
+
+
+def test_the_definition_is_written_through_the_atomic_writer(tmp_path, monkeypatch):
+    """Issue 54: `record_definition` kept its own fixed-name temporary (two writers of one folder would write into
+    one file); it now writes through `hf_spt.atomic_files`, whose temporaries are unique (`TEMPORARY_FILE`)."""
+    renamed = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda source, target: renamed.append((Path(source).name, Path(target).name))
+                        or real_replace(source, target))
+    record_definition(tmp_path / "phase", _definition(tmp_path))
+    assert len(renamed) == 1 and renamed[0][1] == DEFINITION_NAME and TEMPORARY_FILE.fullmatch(renamed[0][0])
+    assert [path.name for path in (tmp_path / "phase").iterdir()] == [DEFINITION_NAME]
 
 
 def test_fine_tuning_method_lora_and_early_stopping_are_part_of_the_definition():

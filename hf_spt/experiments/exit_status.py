@@ -1,13 +1,14 @@
 """How the command-line scripts end: a user error is one line on stderr and exit status 2.
 
-Exit statuses: 0 done; 2 a user error (a bad flag, file, value or folder: `UserInputError`, or
-argparse's own usage error, or an unknown flag), printed as `error: <message>` without a Python traceback; 1 (with
-the traceback) anything unexpected, which is a bug to report. `--debug` on the command line or
-`HF_SPT_DEBUG=1` in the environment shows the traceback of user errors too.
+Exit statuses: 0 done; 2 a user error (a bad flag, file, value or folder: `UserInputError`, or argparse's own usage
+error, or an unknown flag: "unrecognized arguments: --x" whichever parser read it), printed as `error: <message>`
+without a Python traceback; 1 (with the traceback) anything unexpected, which is a bug to report. `--debug` on the
+command line or `HF_SPT_DEBUG=1` in the environment shows the traceback of user errors too.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from collections.abc import Callable
@@ -35,8 +36,17 @@ def run_cli(main: Callable[[list[str]], Any], argv: list[str] | None = None) -> 
     except (UserInputError, ValueError) as error:
         if debug or not (isinstance(error, UserInputError) or str(error).startswith(UNUSED_ARGUMENTS)):
             raise
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {user_words(error)}", file=sys.stderr)
         raise SystemExit(USER_ERROR_STATUS) from None
 
 
-__all__ = ["DEBUG_FLAG", "DEBUG_ENV", "USER_ERROR_STATUS", "debugging", "run_cli"]
+def user_words(error: ValueError) -> str:
+    """The error's message, with transformers' unknown-flag error ("... not used by the HfArgumentParser: ['--x',
+    '1']") in argparse's words ("unrecognized arguments: --x 1"), so every command says it alike."""
+    message = str(error)
+    if message.startswith(UNUSED_ARGUMENTS):
+        return "unrecognized arguments: " + " ".join(ast.literal_eval(message.split(": ", 1)[1]))
+    return message
+
+
+__all__ = ["DEBUG_FLAG", "DEBUG_ENV", "USER_ERROR_STATUS", "debugging", "run_cli", "user_words"]

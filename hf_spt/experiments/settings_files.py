@@ -8,7 +8,9 @@ an unknown name or a value of the wrong type, naming it and the file, before any
 from __future__ import annotations
 
 import json
+import re
 import typing
+from decimal import Decimal
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -83,10 +85,25 @@ def check_setting_types(settings: dict[str, Any], where: str, groups: tuple[type
     hints.update({name: dict | str | None for name in MAPPING_SETTINGS if name in hints})
     flag = "--" if text_parsed else ""  # a grid or study file names settings, not flags
     wrong = [f"{name}: {value!r} does not fit {flag}{name}, which takes {type_words(hints[name])}"
-             for name, value in settings.items()
+             f"{_exponent_as_text(value, hints[name])}" for name, value in settings.items()
              if name in hints and not (text_parsed and isinstance(value, str)) and not fits(value, hints[name])]
     if wrong:
         raise UserInputError(f"{where}: {'; '.join(wrong)}.")
+
+
+EXPONENT_NUMBER = re.compile(r"([+-]?[0-9]+)(\.[0-9]*)?[eE]([+-]?)([0-9]+)")
+"""A number in exponent form, which YAML 1.1 (PyYAML) reads as text unless it has a dot and a signed exponent."""
+
+
+def _exponent_as_text(value: Any, hint: Any) -> str:
+    """Why `value` is text where `hint` takes a number, when YAML read a number as text (`1e-3`), with two spellings
+    it reads as a number; otherwise nothing."""
+    matched = EXPONENT_NUMBER.fullmatch(value.strip()) if isinstance(value, str) else None
+    if matched is None or not fits(float(value), hint):
+        return ""
+    whole, fraction, sign, exponent = matched.groups()
+    return (f" (YAML 1.1 reads {value} as text: a number in exponent form needs a dot and a signed exponent; write "
+            f"{whole}{fraction or '.0'}e{sign or '+'}{exponent} or {format(Decimal(value.strip()), 'f')})")
 
 
 def check_settings(settings: Any, where: str) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 - A folder that can be written: `check_writable_folder` refuses, in one line naming the flag, an empty name (the
   current folder), a file, a path under a file and a folder a write fails in, before anything is written; every
-  writer of the package checks its output folder with it (a run, the digits exporter, the analysis, the
-  compute report).
+  writer of the package checks its output folder with it (a run, the exporters, the analysis, the compute report,
+  a combined budget report), and `check_writable_file` an output file's (the Pathfinder examples figure).
 - One run per folder: `hold_output_dir` takes an exclusive `filelock` on `<folder>/.hf_spt.lock`
   and writes who holds it (pid, host, command, start time) next to it; a second run fails at
   once with `OutputDirBusyError`, naming the folder and the holder. Only the launching process
@@ -108,6 +108,18 @@ def check_writable_folder(folder: str | Path | None, flag: str = "--output_dir")
     except OSError as error:
         raise UserInputError(f"{flag} {folder} cannot be written ({error.strerror or error}); pass a folder you "
                              "can write into.") from None
+    return path
+
+
+def check_writable_file(file: str | Path | None, flag: str = "--output") -> Path:
+    """`file` as a Path unless its name is empty (a writer would make up a place), it is a folder, or its folder is
+    one `check_writable_folder` refuses (named "`flag`'s folder"). Writes nothing but the probe."""
+    if file is None or not str(file).strip():
+        raise UserInputError(f"{flag} is empty: name the file to write.")
+    path = Path(file)
+    if path.is_dir():
+        raise UserInputError(f"{flag} {file} is a folder, not a file: name the file to write.")
+    check_writable_folder(path.parent, f"{flag}'s folder")
     return path
 
 

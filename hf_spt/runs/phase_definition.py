@@ -23,12 +23,12 @@ import pyarrow as pa
 from datasets import Dataset
 from transformers import PreTrainedConfig, TrainingArguments
 
+from ..atomic_files import TEMPORARY_FILE, write_text
 from ..errors import UserInputError
 from ..tasks import Task
 from ..training.checkpoints import content_digest
 
 DEFINITION_NAME = "phase_definition.json"
-TEMPORARY_NAME = f".{DEFINITION_NAME}.tmp"  # the definition being written; never read
 # config entries that saving or loading a model sets, which say nothing of what the model is
 CONFIG_METADATA = frozenset({"transformers_version", "architectures", "auto_map", "dtype", "torch_dtype",
                              "_name_or_path", "use_cache"})
@@ -153,7 +153,9 @@ RESTART_ADVICE = "Use another --output_dir, or --overwrite_output_dir to clear t
 
 def holds_nothing(folder: Path) -> bool:
     """Whether `folder` is missing, empty, or holds only a definition killed mid-write."""
-    return not folder.is_dir() or not any(path.name != TEMPORARY_NAME for path in folder.iterdir())
+    killed = f".{DEFINITION_NAME}."  # `record_definition`'s temporary: `atomic_files.TEMPORARY_FILE` of its name
+    return not folder.is_dir() or all(TEMPORARY_FILE.fullmatch(path.name) and path.name.startswith(killed)
+                                      for path in folder.iterdir())
 
 
 def phase_folder_problem(folder: Path, definition: Mapping[str, Any]) -> str | None:
@@ -191,10 +193,7 @@ def check_phase_folder(folder: Path, definition: Mapping[str, Any]) -> None:
 
 def record_definition(folder: Path, definition: Mapping[str, Any]) -> None:
     """Write the definition into the phase folder (atomically: a kill never leaves half a file)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    temporary = folder / TEMPORARY_NAME
-    temporary.write_text(json.dumps(definition, indent=1, sort_keys=True))
-    temporary.replace(folder / DEFINITION_NAME)
+    write_text(folder / DEFINITION_NAME, json.dumps(definition, indent=1, sort_keys=True))
 
 
 def pretrain_definition(

@@ -6,6 +6,7 @@
 `--output_dir` is checked as a run's is (an empty name, a file, a folder that cannot be written: one line, exit
 status 2), and the export writes only into a new or empty folder or a previous export of the same settings
 (`hf_spt.runs.export_folder`), so it never overwrites a file it did not write (the user's own basic_train.tsv).
+Every flag is checked (`FLAG_RANGES`, `check_lengths`) before anything is written.
 """
 
 from __future__ import annotations
@@ -15,9 +16,13 @@ import argparse
 from hf_spt.experiments.exit_status import run_cli
 from hf_spt.runs.export_folder import claim_export_folder
 from hf_spt.tasks.listops_generator import SPLIT_FILES, check_lengths, generate_listops, write_listops_tsv
+from hf_spt.value_checks import NON_NEGATIVE_INT, POSITIVE_INT, check_ranges
 
 EXPORT_SETTINGS = ("num_train", "num_validation", "num_test", "seed", "min_length", "max_length")
 """The flags the files depend on (`--num_workers` only splits the work: the trees are the same)."""
+FLAG_RANGES = {"num_train": POSITIVE_INT, "num_validation": POSITIVE_INT, "num_test": POSITIVE_INT,
+               "num_workers": POSITIVE_INT, "min_length": NON_NEGATIVE_INT}
+"""What each flag may be (every split holds a tree; `--num_workers` may be left out: all CPUs)."""
 
 
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
@@ -35,7 +40,8 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> None:
     """The three splits written into `args.output_dir`, once `claim_export_folder` allows it (before any tree is
-    drawn, so a refused folder costs no time)."""
+    drawn, so a refused folder costs no time), and only once every flag is valid."""
+    check_ranges(vars(args), FLAG_RANGES)
     check_lengths(args.min_length, args.max_length)
     folder = claim_export_folder(args.output_dir, {"export": "listops",
                                                    **{name: getattr(args, name) for name in EXPORT_SETTINGS}})

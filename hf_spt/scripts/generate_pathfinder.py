@@ -7,7 +7,7 @@ The images go to OUTPUT_DIR/curv_contour_length_<n>/ (imgs/<k>/sample_<i>.png an
 `--output_dir` holds a release's difficulties side by side. `--output_dir` is checked as a run's is (an empty name,
 a file, a folder that cannot be written: one line, exit status 2), and the difficulty folder is written only when
 new, empty or a previous export of the same settings (`hf_spt.runs.export_folder`), so the export never overwrites
-a file it did not write (a release's own images).
+a file it did not write (a release's own images). Every flag is checked (`FLAG_RANGES`) before anything is written.
 """
 
 from __future__ import annotations
@@ -18,9 +18,13 @@ from hf_spt.experiments.exit_status import run_cli
 from hf_spt.runs.export_folder import claim_export_folder
 from hf_spt.runs.folder import check_writable_folder
 from hf_spt.tasks.pathfinder_generator import difficulty_folder, write_pathfinder
+from hf_spt.value_checks import NON_NEGATIVE_INT, POSITIVE_INT, check_ranges
 
 EXPORT_SETTINGS = ("num_images", "image_size", "contour_length", "seed")
 """The flags the images depend on."""
+FLAG_RANGES = {"num_images": POSITIVE_INT, "image_size": POSITIVE_INT, "contour_length": POSITIVE_INT,
+               "seed": NON_NEGATIVE_INT}
+"""What each flag may be (numpy's generator takes no negative seed)."""
 
 
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
@@ -35,7 +39,8 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> None:
     """The images written into their difficulty folder under `args.output_dir`, once `claim_export_folder` allows
-    it."""
+    it, and only once every flag is valid."""
+    check_ranges(vars(args), FLAG_RANGES)
     check_writable_folder(args.output_dir)
     claim_export_folder(difficulty_folder(args.output_dir, args.contour_length),
                         {"export": "pathfinder", **{name: getattr(args, name) for name in EXPORT_SETTINGS}},

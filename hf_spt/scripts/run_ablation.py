@@ -12,6 +12,10 @@ Usage:
     accelerate launch --multi_gpu --num_processes 2 run_scripts/run_ablation.py
     ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu --num_processes 2 run_scripts/run_ablation.py
 
+    # a copy of the default grid to edit (it ships inside the package), then that grid run
+    python run_scripts/run_ablation.py --write_default_grid my_grid.yaml
+    python run_scripts/run_ablation.py --grid_file my_grid.yaml
+
 Re-running the same command skips finished cells and SPT checkpoints (resume after an interruption).
 """
 
@@ -19,12 +23,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
+from hf_spt.atomic_files import write_text
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.experiments.suites.grid import load_grid
 from hf_spt.reports.grid_report import RESULTS_MD_NAME
+from hf_spt.runs.folder import check_writable_file
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
@@ -43,15 +50,26 @@ class AblationArguments:
                                                               "grid lacks joins it); the results list every finished "
                                                               "cell."})
     torch_threads: int | None = torch_threads_field()
+    write_default_grid: str | None = field(default=None, metadata={
+        "help": "Write a copy of the default grid file (the paper's arms) to this new file, to edit and pass as "
+                "--grid_file, and train nothing."})
 
     def __post_init__(self):
         check_declared(self)
         self.arm_names = comma_names(self.arms, "--arms") if self.arms is not None else None
         self.seed_list = comma_seeds(self.seeds) if self.seeds is not None else None
+        if self.write_default_grid is not None and (self.grid_file != DEFAULT_GRID_FILE or self.output_dir is not None
+                                                    or self.arms is not None or self.seeds is not None):
+            raise UserInputError("--write_default_grid copies the default grid and trains nothing: give it without "
+                                 "--grid_file, --output_dir, --arms and --seeds.")
 
 
 def run(args: AblationArguments) -> None:
-    """The grid of `args.grid_file` (the arms and seeds asked for) trained or resumed, its results table printed."""
+    """The grid of `args.grid_file` (the arms and seeds asked for) trained or resumed, its results table printed; or
+    with `--write_default_grid`, the default grid copied there."""
+    if args.write_default_grid is not None:
+        write_default_grid(args.write_default_grid)
+        return
     set_torch_threads(args.torch_threads)
     grid = load_grid(args.grid_file)
     if args.output_dir is not None:
@@ -68,6 +86,17 @@ def run(args: AblationArguments) -> None:
 
     if PartialState().is_main_process:
         print(open(os.path.join(grid.output_dir, RESULTS_MD_NAME)).read())
+
+
+def write_default_grid(path: str) -> None:
+    """A copy of `DEFAULT_GRID_FILE` at `path` (a new file in a folder that can be written: one line and exit status
+    2 otherwise, never replacing a file), for a user whose copy lies inside an installed package."""
+    target = check_writable_file(path, "--write_default_grid")
+    if target.exists():
+        raise UserInputError(f"--write_default_grid {path} already exists: name a new file (the copy replaces "
+                             "nothing).")
+    write_text(target, Path(DEFAULT_GRID_FILE).read_text(encoding="utf-8"))
+    print(f"wrote the default grid to {path}; edit it and run: hf-spt ablation --grid_file {path}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -49,6 +49,7 @@ from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
 from hf_spt.experiments.suites.compute_curves import combined_curves, grid_compute_curves
 from hf_spt.reports.compute_report import write_compute_report
+from hf_spt.runs.folder import check_writable_folder
 from hf_spt.experiments.suites.grid import cells, check_trainer_settings_of, pretrain_jobs
 from hf_spt.value_checks import POSITIVE_INT, check_declared
 
@@ -104,6 +105,7 @@ def run(args: BudgetStudyArguments) -> None:
     if args.combine:
         if not args.output_dir:
             raise UserInputError("--combine writes the combined report into --output_dir: give one.")
+        check_writable_folder(args.output_dir)  # before any folder is read: one line, not a traceback at the end
         rows, checkpoints = combined_reports(args.combined_folders, args.replaced_configs, args.added_configs)
         titles = shipped_study_titles()  # the figures name each configuration as its study file does
         write_study_report(rows, checkpoints, summarize_study(rows), study_evidence(rows, shipped_study_configs()),

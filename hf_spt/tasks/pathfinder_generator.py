@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic_files import write_text
+from ..atomic_files import write_png, write_text
 
 IMAGES_PER_FOLDER = 1000
 
@@ -127,9 +127,8 @@ def difficulty_folder(output_dir: str | Path, contour_length: int) -> Path:
 def write_pathfinder(
     output_dir: str | Path, num_images: int, seed: int = 0, image_size: int = 32, contour_length: int = 14
 ) -> Path:
-    """Write generated images in the released layout; returns the difficulty folder."""
-    from PIL import Image
-
+    """Write generated images in the released layout, each file whole or not at all (`hf_spt.atomic_files`); returns
+    the difficulty folder."""
     root = difficulty_folder(output_dir, contour_length)
     images, labels = generate_pathfinder(num_images, seed, image_size, contour_length)
     (root / "metadata").mkdir(parents=True, exist_ok=True)
@@ -137,7 +136,7 @@ def write_pathfinder(
         lines = []
         (root / "imgs" / str(folder_index)).mkdir(parents=True, exist_ok=True)
         for k in range(first, min(first + IMAGES_PER_FOLDER, num_images)):
-            Image.fromarray(images[k]).save(root / "imgs" / str(folder_index) / f"sample_{k}.png")
+            write_png(root / "imgs" / str(folder_index) / f"sample_{k}.png", images[k])
             lines.append(f"imgs/{folder_index} sample_{k}.png {k} {labels[k]} {image_size} {contour_length}\n")
         write_text(root / "metadata" / f"{folder_index}.npy", "".join(lines))
     return root

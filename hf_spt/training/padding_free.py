@@ -43,7 +43,8 @@ def check_padding_free(model: PreTrainedModel, args: TrainingArguments) -> str:
     problems = []
     attention = model.config._attn_implementation
     if model.config.model_type != SptConfig.model_type:
-        problems.append(f"an SPT model (this one is {model.config.model_type!r})")
+        backbone = getattr(model.config, "backbone", None)  # hf_spt's classifier on another architecture: name that
+        problems.append(f"an SPT model (this one is {getattr(backbone, 'model_type', model.config.model_type)!r})")
     elif attention == "sdpa":
         model.set_attn_implementation(TORCH_VARLEN)
         attention = TORCH_VARLEN

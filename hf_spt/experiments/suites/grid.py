@@ -120,7 +120,8 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     raw = dict(_checked(Grid, raw, source))
     missing = [name for name in ("tasks", "arms", "seeds") if name not in raw]
     if missing:
-        raise UserInputError(f"{source}: a grid needs {missing}; see hf_spt/scripts/ablation_default.yaml.")
+        raise UserInputError(f"{source}: a grid needs {missing}; see the default grid (`hf-spt ablation "
+                             "--write_default_grid my_grid.yaml` writes a copy).")
     raw["seeds"] = _seeds(raw["seeds"], source)
     for group in ("tasks", "pretrain_tasks"):  # keys and arm names become folders under output_dir
         for key in _mapping_of_mappings(raw.get(group) or {}, source, group):
