@@ -40,6 +40,11 @@ TORCH_VARLEN = "torch_varlen"
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """"bfloat16" for torch.bfloat16."""
+    return str(dtype).removeprefix("torch.")
+
+
 MAX_HEAD_SIZE = 256
 """The largest head size torch's flash kernel takes; a head size must also be a multiple of 8."""
 
@@ -95,10 +100,10 @@ def kernel_argument_problems(query: torch.Tensor, key: torch.Tensor, value: torc
     dtype still (a float32 stand-in, checking plumbing against padding at float32's precision)."""
     problems = []
     dtypes = {tensor.dtype for tensor in (query, key, value)}
-    allowed = set(HALF_PRECISION) if half_precision else {*HALF_PRECISION, torch.float32}
-    if len(dtypes) != 1 or not dtypes <= allowed:
-        problems.append(f"query, key and value must share one of float16/bfloat16, got "
-                        f"{', '.join(str(tensor.dtype).removeprefix('torch.') for tensor in (query, key, value))}")
+    allowed = HALF_PRECISION if half_precision else (*HALF_PRECISION, torch.float32)
+    if len(dtypes) != 1 or not dtypes <= set(allowed):
+        problems.append(f"query, key and value must share one of {'/'.join(dtype_name(d) for d in allowed)}, got "
+                        f"{', '.join(dtype_name(tensor.dtype) for tensor in (query, key, value))}")
     for name, tensor in (("query", query), ("key", key), ("value", value)):
         if tensor.dim() != 3 or tensor.shape != query.shape:
             problems.append(f"{name} must be (N, H, hd) like query {tuple(query.shape)}, got {tuple(tensor.shape)}")
@@ -108,7 +113,7 @@ def kernel_argument_problems(query: torch.Tensor, key: torch.Tensor, value: torc
         problems.append(problem)
     for name, offsets, longest in (("cu_seq_q", cu_seq_q, max_q), ("cu_seq_k", cu_seq_k, max_k)):
         if offsets.dtype != torch.int32 or offsets.dim() != 1 or offsets.shape[0] < 2:
-            problems.append(f"{name} must be int32 (S + 1,), got {str(offsets.dtype).removeprefix('torch.')} "
+            problems.append(f"{name} must be int32 (S + 1,), got {dtype_name(offsets.dtype)} "
                             f"{tuple(offsets.shape)}")
         if isinstance(longest, torch.Tensor) or not isinstance(longest, (int, torch.SymInt)):
             problems.append(f"{name}'s longest sequence must be a host int, got {type(longest).__name__}")
@@ -156,7 +161,7 @@ def varlen_path(device: torch.device | str, dtype: torch.dtype, config: PreTrain
     if torch.device(device).type != "cuda":
         reasons.append(f"{torch.device(device).type}, not CUDA")
     if dtype not in HALF_PRECISION:
-        reasons.append(f"{str(dtype).removeprefix('torch.')}: the kernel takes float16/bfloat16 (--bf16)")
+        reasons.append(f"{dtype_name(dtype)}: the kernel takes float16/bfloat16 (--bf16)")
     if getattr(config, "position_embedding_type", None) == "alibi":
         reasons.append("ALiBi's distance bias")
     if training and getattr(config, "attention_probs_dropout_prob", 0.0) > 0:
