@@ -2,12 +2,13 @@
 
 A batch whose rows all fill its width reaches attention with no mask (transformers drops an all-ones
 mask), so SDPA may use its fused kernel without one. A padded batch, which is every real ListOps or
-Text batch, reaches it with the (B, 1, T, T) boolean mask `create_bidirectional_mask` builds, and
+Text batch, reaches it with a boolean mask: on a CPU the (B, 1, T, T) one `create_bidirectional_mask` builds, on
+an accelerator the padding mask broadcast over queries, (B, 1, 1, T) (`attention_spt.key_padding_mask`), and
 the back-end picks its kernel from that. This script times one training step (forward + backward)
 of the same SPT model on both, at the same B x T, and names the attention operator each ran (read
 from `torch.profiler`), so the docs can say which path padded batches take and what it costs.
 
-The padded batch has every second row one token short (`benchmarking.make_batch`: next to nothing padded,
+The padded batch has every second row one token short (`benchmarking.make_batch`, which pads at least one token: next to nothing padded,
 but a mask needed), so both batches do the same work apart from the mask: the ratio padded / unpadded is the
 mask's cost.
 `--pad_fraction` pads every second row more, as a random (not length-grouped) batch would.

@@ -105,14 +105,21 @@ def build_model(kind: str, preset: BenchPreset, attn_implementation: str = "sdpa
     return model.train()
 
 
+def padded_tokens(pad_fraction: float, length: int) -> int:
+    """The [PAD] tokens ending every second row of a `make_batch` batch: `pad_fraction` of `length`, at least one
+    when `pad_fraction` > 0 (1 / length of a length would round down to none for some lengths, and an unpadded batch
+    takes the mask-free path a padded one is compared against)."""
+    return max(1, int(pad_fraction * length)) if pad_fraction > 0 else 0
+
+
 def make_batch(
     kind: str, preset: BenchPreset, seed: int = 0, device: str = "cpu", pad_fraction: float = 0.0
 ) -> dict[str, torch.Tensor]:
     """The same random batch for every model: ids, attention mask, and MLM or class labels (MLM: with the masked
     tokens' `masked_positions`, which `training_step` gives to hf_spt's model only).
 
-    With `pad_fraction` > 0, every second row ends in that share of [PAD] tokens (id 0, mask 0),
-    as in a batch of unequal texts. A batch with no padded row has an all-ones mask on a CPU and none on an
+    With `pad_fraction` > 0, every second row ends in that share of [PAD] tokens (id 0, mask 0), at least one
+    (`padded_tokens`), as in a batch of unequal texts. A batch with no padded row has an all-ones mask on a CPU and none on an
     accelerator, as the trainers' collators give it (`omit_full_attention_mask`): eager and compiled models then
     read the same inputs (compiled transformers would keep an all-ones mask that eager drops).
     """
@@ -120,7 +127,7 @@ def make_batch(
     shape = (preset.batch_size, preset.length)
     input_ids = torch.randint(4, preset.vocab_size, shape, generator=generator)
     attention_mask = torch.ones(shape, dtype=torch.long)
-    attention_mask[1::2, preset.length - int(pad_fraction * preset.length) :] = 0
+    attention_mask[1::2, preset.length - padded_tokens(pad_fraction, preset.length) :] = 0
     input_ids = input_ids.masked_fill(attention_mask == 0, 0)
     batch = {"input_ids": input_ids, "attention_mask": attention_mask}
     if device != "cpu" and bool(attention_mask.all()):

@@ -1,10 +1,12 @@
 """The one prepared GPU script: what the first GPU minutes must tell, in a JSON that no failing step can lose.
 
-Steps, in the order of what matters; each runs as a subprocess, offline (`HF_HUB_OFFLINE=1`), with this checkout
-first on PYTHONPATH, under its own time limit (`STEP_SECONDS`: 420 s, 7 minutes, in all):
-1. `preflight` (seconds): the stack imports (hf_spt, transformers, datasets, evaluate, accelerate), its versions,
-   CUDA, cuDNN and the GPU, one SPT training step on the device, and the step counts of the suite's ListOps
-   column. A failure ends the check, with its message.
+Steps, in the order of their value; each runs as a subprocess, offline (`HF_HUB_OFFLINE=1`), with this checkout
+first on PYTHONPATH, under its own time limit (`STEP_SECONDS`: 530 s in all, within the 540 s that leave a
+600-second command room for the offline install; docs/performance.md gives each limit's reason):
+1. `preflight` (60 s: a cold CUDA torch import, cuDNN, compiling `.pyc` files, the CUDA context): the stack imports
+   (hf_spt, transformers, datasets, evaluate, accelerate), its versions (hf_spt's from the installed distribution,
+   else `hf_spt.__version__`; `hf_spt_version_source` says which), CUDA, cuDNN and the GPU, one SPT training step
+   on the device, and the step counts of the suite's ListOps column. A failure ends the check, with its message.
 2. `listops`: full-scale ListOps SPT as `run_lra.py` runs it (the `amos_lra` recipe: 6 layers, d 512, 8 heads,
    FFN 2048, batch 32, 10% masking, AdamW 1e-3; bf16, SDPA whether or not flash-attn is installed, length-grouped
    batches, widths padded to a multiple of 8) on generated trees of the release's lengths (500-2000 tokens),
@@ -14,26 +16,35 @@ first on PYTHONPATH, under its own time limit (`STEP_SECONDS`: 420 s, 7 minutes,
    `PROFILE_BELOW` steps/s profiles `PROFILE_STEPS` steps in the same run (a small table in the JSON). The
    GPU-hours of the suite's ListOps column follow:
        GPU-hours = seeds x (scratch + scratch_compute_matched + spt steps) / (steps/s x 3600)
-3. `listops_packed`: the same run with `--padding_free` (packed rows on a variable-length kernel), against 2;
+3. `listops_packed`: the same run with `--padding_free` (packed rows on torch's variable-length kernel), against 2;
    its steps/s count every step but the first (a packed row's width is its token count, rarely seen twice).
-4. `attention`: `bench_padded_attention.py` at ListOps's full batch (32 x 2000, bf16): which SDPA operator a
+4. `gpu_tests`: the GPU-only tests (`test_on_a_gpu_*` in `GPU_TEST_FILES`: the kernel against padding and the
+   packed step sync-free, among others); skipped, with the reason, where pytest is not installed (it is not a
+   requirement).
+5. `attention`: `bench_padded_attention.py` at ListOps's full batch (32 x 2000, bf16): which SDPA operator a
    padded batch runs and what it costs against an unpadded one, the cuDNN version, and the cost of a new width
    (20 synchronised steps each on new and on seen widths, cuDNN and memory-efficient forced, and SDPA's choice).
-5. `default_fp32`, `default_bf16`: the default experiment through `accelerate launch run_scripts/run_spt.py`,
-   fp32 and `--bf16`: its results beside the CPU's (README), and proof that it runs offline on a GPU.
 6. `mfu`: `bench_gpu_mfu.py` (LRA Text preset, bf16, SptForMaskedLM against BERT), eager and compiled, both on
    the same unmasked batch.
-7. `gpu_tests`: the GPU-only tests (`test_on_a_gpu_*` in `GPU_TEST_FILES`); skipped, with the reason, where pytest
-   is not installed (it is not a requirement).
+7. `default_bf16`, `default_fp32`: the default experiment through `accelerate launch run_scripts/run_spt.py`,
+   `--bf16` and fp32, shortened (`DEFAULT_SHORTENED`: 4 + 2 epochs, 1,000 steps instead of 4,125, so it fits its
+   limit; its figures name the flags, and are not the README's configuration): proof that a whole run finishes
+   offline on a GPU, and its accuracies.
 
-OUTPUT_DIR receives two small files only: `gpu_self_check.json`, rewritten atomically after every step (each
-step's status, seconds, limit, figures, and for a step that did not succeed its stderr's tail; the key figures at
-the top, `SUMMARY`), and `gpu_self_check.log`, one line per step. Run folders (checkpoints, generated data) go to
-a temporary folder, removed at the end. A check stopped with SIGTERM ends its running step's processes first.
-The exit status is 0 when every step succeeded (or was skipped), else 1.
+OUTPUT_DIR receives two small files only: `gpu_self_check.json`, rewritten atomically before and after every step
+(while a step runs, `running` names it, its limit and its process group, so a check killed with SIGKILL leaves
+what it was running on record, and `kill -- -PROCESS_GROUP` ends it; each finished step's status, seconds, limit,
+figures, and for a step that did not succeed its stderr's tail; the key figures at the top, `SUMMARY`), and
+`gpu_self_check.log`, one line per step. Run folders (checkpoints, generated data) go to a temporary folder,
+removed at the end. A check stopped with SIGTERM ends its running step's processes first. The exit status is 0
+when every step succeeded (or was skipped), else 1.
 
 `--dry_run` runs every step's plumbing on the CPU at toy sizes (a tiny model, a few steps, short ListOps trees;
-its figures mean nothing), so the script is known to work before a GPU sees it (tests/test_gpu_self_check.py).
+its figures mean nothing), so the script is known to work before a GPU sees it (tests/test_gpu_self_check.py). Its
+`listops_packed` step trains through the kernel's path with `varlen_attention.reference_varlen_kernel` standing in
+for the kernel (`timed_run.py --stand_in_kernel`): every call's arguments are checked against the real kernel's
+contract (one half-precision dtype, contiguous (N, H, d), int32 offsets from 0, a host-int longest sequence, a
+head size a multiple of 8), so a break of that contract fails the dry run, and CI with it.
 Without a CUDA device and without `--dry_run`, it says what it needs and exits with status 2. `--preflight`
 runs step 1 alone, in this process. Installing on a GPU machine without internet: docs/performance.md.
 
@@ -63,9 +74,11 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
-# each step's time limit in seconds, in the order the steps run: 420 s (7 minutes) in all
-STEP_SECONDS = {"preflight": 25, "listops": 90, "listops_packed": 50, "attention": 60, "default_fp32": 55,
-                "default_bf16": 55, "mfu": 60, "gpu_tests": 25}
+# each step's time limit in seconds, in the order the steps run (by value): 530 s in all, within `TOTAL_SECONDS`
+STEP_SECONDS = {"preflight": 60, "listops": 90, "listops_packed": 60, "gpu_tests": 60, "attention": 60, "mfu": 90,
+                "default_bf16": 55, "default_fp32": 55}
+TOTAL_SECONDS = 540  # one 600-second command on a lent machine, after the offline install
+PREFLIGHT_FLOOR = 45  # a cold CUDA torch import, cuDNN, .pyc compiling and the context: never under this
 DRY_RUN_LIMIT_FACTOR = 4  # a shared 2-core CPU imports the stack several times slower than a GPU machine
 SEEDS = 3
 LISTOPS_STEPS, PACKED_STEPS = 300, 150
@@ -90,6 +103,8 @@ LISTOPS_FLAGS = ["--task", "listops", "--recipe", "amos_lra", "--mode", "spt", "
                  "--train_sampling_strategy", "group_by_length", "--eval_strategy", "no", "--save_strategy", "no",
                  "--load_best_model_at_end", "false", "--logging_strategy", "steps", "--logging_steps", "50",
                  "--report_to", "none", "--disable_tqdm", "true", "--overwrite_output_dir"]
+# the default experiment shortened to fit its limit (4,125 steps and 33 evaluations and saves: 45-70 s): 1,000 steps
+DEFAULT_SHORTENED = ["--pretrain_epochs", "4", "--finetune_epochs", "2"]
 # toy sizes of --dry_run: the default experiment's and ListOps's (with the ListOps model's)
 DRY_DEFAULT = ["--task_options", '{"num_train": 64, "num_validation": 16, "num_test": 16}', "--max_steps", "2",
                "--hidden_size", "16"]
@@ -121,9 +136,11 @@ def preflight(dry_run: bool) -> dict[str, Any]:
     from benchmarking import build_model, make_batch, resolve_preset, synchronize, training_step
     from hf_spt.experiments.suites.lra import LraSuite, gpu_hours, lra_grid, step_counts
     from hf_spt.runs.provenance import run_provenance
+    from hf_spt.training.model_card import package_version
 
     device = "cpu" if dry_run else "cuda"
-    figures: dict[str, Any] = {**run_provenance(), "evaluate": evaluate.__version__,
+    figures: dict[str, Any] = {**run_provenance(), "hf_spt_version_source": package_version()[1],
+                               "evaluate": evaluate.__version__,
                                "hf_spt_folder": str(Path(hf_spt.__file__).parent), "python": sys.version.split()[0],
                                "torch_cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
                                "flash_attn": importlib.util.find_spec("flash_attn") is not None,
@@ -189,6 +206,8 @@ def timed_run_reader(gpu_hours_at_1_step_per_second: Callable[[], float | None],
             return {}
         figures = {**step_rates(log["widths"], log["ends"], log["profiled"]), "device": log["device"],
                    "profiled_steps": log["profiled"], "profile": log["profile"]}
+        if log.get("stand_in_kernel_calls") is not None:  # --dry_run's packed run: the kernel's contract checked
+            figures["stand_in_kernel_calls"] = log["stand_in_kernel_calls"]
         hours = gpu_hours_at_1_step_per_second()
         if hours is not None and figures[rate]:
             figures["gpu_hours"] = hours / figures[rate]
@@ -202,13 +221,19 @@ def read_attention(folder: Path) -> dict[str, Any]:
     return {**bench, "padded_operators": padded.get("attention_operators")} if bench else {}
 
 
-def read_default_run(folder: Path) -> dict[str, Any]:
-    """Each arm's test and validation accuracy and seconds (results.json), or the phases finished before a stop."""
-    results = read_json(folder / "run" / "results.json")
-    if results:
-        return {"arms": {arm["arm"]: {key: arm.get(key) for key in ("test_accuracy", "eval_accuracy", "seconds")}
-                         for arm in results.get("arms", [])}}
-    return {"finished_phases": sorted(path.parent.name for path in (folder / "run").glob("*/phase.json"))}
+def default_run_reader(flags: list[str]) -> Callable[[Path], dict]:
+    """The reader of a default-experiment step run with `flags` besides the defaults: each arm's test and validation
+    accuracy and seconds (results.json), or the phases finished before a stop, with the flags (a shortened run's
+    accuracies are not the README's)."""
+    def read(folder: Path) -> dict[str, Any]:
+        results = read_json(folder / "run" / "results.json")
+        if results:
+            return {"flags": flags, "arms": {arm["arm"]: {key: arm.get(key) for key in
+                                                          ("test_accuracy", "eval_accuracy", "seconds")}
+                                             for arm in results.get("arms", [])}}
+        return {"flags": flags,
+                "finished_phases": sorted(path.parent.name for path in (folder / "run").glob("*/phase.json"))}
+    return read
 
 
 def read_mfu(folder: Path) -> dict[str, Any]:
@@ -252,7 +277,7 @@ def plan(args: argparse.Namespace, work: Path, steps: dict[str, dict]) -> list[S
 
     def listops(name: str, steps_to_run: int, flags: list[str], profile: list[str]) -> list[str]:
         return [python, str(BENCHMARKS / "timed_run.py"), "--step_log", str(work / name / "step_times.json"),
-                *profile, "--", *LISTOPS_FLAGS, *listops_size, *flags, "--pretrain_max_steps",
+                *profile, *(["--stand_in_kernel"] if dry and "--padding_free" in flags else []), "--", *LISTOPS_FLAGS, *listops_size, *flags, "--pretrain_max_steps",
                 str(DRY_LISTOPS_STEPS if dry else steps_to_run), "--output_dir", str(work / name / "run")]
 
     profile = ["--profile_below", "inf" if dry else str(PROFILE_BELOW), "--profile_after",
@@ -262,11 +287,13 @@ def plan(args: argparse.Namespace, work: Path, steps: dict[str, dict]) -> list[S
     def hours_at_1_step_per_second() -> float | None:
         return steps.get("preflight", {}).get("figures", {}).get("listops_gpu_hours_at_1_step_per_second")
 
+    default_flags = DRY_DEFAULT if dry else DEFAULT_SHORTENED
+
     def default_run(name: str, bf16: bool) -> list[str]:
         return [python, "-m", "accelerate.commands.launch", "--num_processes", "1", "--mixed_precision",
                 "bf16" if bf16 else "no", "--dynamo_backend", "no", str(ROOT / "run_scripts" / "run_spt.py"),
                 "--output_dir", str(work / name / "run"), "--overwrite_output_dir", "--disable_tqdm", "true",
-                *(["--bf16"] if bf16 else []), *(DRY_DEFAULT if dry else [])]
+                *(["--bf16"] if bf16 else []), *default_flags]
 
     attention_sizes = (["--device", "cpu", "--batch_size", "2", "--length", "64", "--layers", "1", "--width_steps", "2",
                         "--repetitions", "1"] if dry else
@@ -280,16 +307,16 @@ def plan(args: argparse.Namespace, work: Path, steps: dict[str, dict]) -> list[S
                                 profile), timed_run_reader(hours_at_1_step_per_second, "warm_steps_per_second")),
         Step("listops_packed", listops("listops_packed", PACKED_STEPS, ["--padding_free"], []),
              timed_run_reader(hours_at_1_step_per_second, "steps_per_second")),
-        Step("attention", [python, str(BENCHMARKS / "bench_padded_attention.py"), *attention_sizes, "--json",
-                           str(work / "attention" / "padded_attention.json")], read_attention),
-        Step("default_fp32", default_run("default_fp32", False), read_default_run),
-        Step("default_bf16", default_run("default_bf16", True), read_default_run),
-        Step("mfu", [python, str(BENCHMARKS / "bench_gpu_mfu.py"), "--torch_compile", "--repetitions", "5", "--output",
-                     str(work / "mfu" / "gpu_mfu.json"), *(["--dry_run"] if dry else [])], read_mfu),
         Step("gpu_tests", [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            *(str(ROOT / "tests" / name) for name in GPU_TEST_FILES), "-k", "on_a_gpu"]
              if has_pytest else None, read_tests,
              None if has_pytest else "pytest is not installed (not a requirement: carry its wheel, docs/performance.md)"),
+        Step("attention", [python, str(BENCHMARKS / "bench_padded_attention.py"), *attention_sizes, "--json",
+                           str(work / "attention" / "padded_attention.json")], read_attention),
+        Step("mfu", [python, str(BENCHMARKS / "bench_gpu_mfu.py"), "--torch_compile", "--repetitions", "5", "--output",
+                     str(work / "mfu" / "gpu_mfu.json"), *(["--dry_run"] if dry else [])], read_mfu),
+        Step("default_bf16", default_run("default_bf16", True), default_run_reader(default_flags)),
+        Step("default_fp32", default_run("default_fp32", False), default_run_reader(default_flags)),
     ]
     return [Step(step.name, None, step.read, "left out with --skip") if step.name in args.skip else step
             for step in planned]
@@ -297,18 +324,21 @@ def plan(args: argparse.Namespace, work: Path, steps: dict[str, dict]) -> list[S
 
 # ---- running a step and keeping its record
 
-def run_step(command: list[str], seconds: float, folder: Path) -> dict[str, Any]:
+def run_step(command: list[str], seconds: float, folder: Path,
+             started: Callable[[int], None] = lambda process_group: None) -> dict[str, Any]:
     """Run `command` offline in its own process group, stdout and stderr to files in `folder`; past `seconds` the
-    whole group is killed (a launcher's children too). Its status (ok, failed, timeout), seconds and limit, and
-    for a step that did not succeed, its exit status and the tail of its stderr."""
+    whole group is killed (a launcher's children too). `started` is told the group's id once the process runs.
+    Its status (ok, failed, timeout), seconds and limit, and for a step that did not succeed, its exit status and
+    the tail of its stderr."""
     folder.mkdir(parents=True, exist_ok=True)
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))  # this checkout's hf_spt first
     environment = {**os.environ, **OFFLINE, "PYTHONPATH": path}
-    started = time.monotonic()
+    began = time.monotonic()
     with open(folder / "stdout.txt", "wb") as stdout, open(folder / "stderr.txt", "wb") as stderr:
         process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=environment, cwd=ROOT,
-                                   start_new_session=True)
+                                   start_new_session=True)  # its own session: its process group id is its pid
         try:
+            started(process.pid)
             exit_status = process.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
             exit_status = None
@@ -319,7 +349,7 @@ def run_step(command: list[str], seconds: float, folder: Path) -> dict[str, Any]
                 pass
             process.wait()
     record: dict[str, Any] = {"status": "timeout" if exit_status is None else "ok" if exit_status == 0 else "failed",
-                              "seconds": round(time.monotonic() - started, 1), "limit": seconds}
+                              "seconds": round(time.monotonic() - began, 1), "limit": seconds}
     if record["status"] != "ok":
         record["exit_status"] = exit_status
         record["stderr_tail"] = (folder / "stderr.txt").read_bytes()[-STDERR_TAIL:].decode(errors="replace")
@@ -388,8 +418,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     if not torch.cuda.is_available() and not args.dry_run:
         print("gpu_self_check.py needs a CUDA device: a CUDA build of torch (this one: "
               f"{torch.__version__}) and a visible GPU. It runs a preflight, full-scale ListOps SPT padded and "
-              "packed, the attention diagnosis, the default experiment, bench_gpu_mfu.py and the GPU tests (7 "
-              "minutes at most on one GPU); --dry_run runs their plumbing on this CPU. Nothing measured.")
+              "packed, the GPU tests, the attention diagnosis, bench_gpu_mfu.py and the default experiment "
+              f"({sum(STEP_SECONDS.values())} s at most on one GPU); --dry_run runs their plumbing on this CPU. Nothing measured.")
         sys.exit(2)
     output.mkdir(parents=True, exist_ok=True)
     # stopped from outside (a machine's time limit): end the running step's processes, keep the report written so far
@@ -399,12 +429,22 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     report: dict[str, Any] = {"summary": {}, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                               "dry_run": args.dry_run, "step_seconds": STEP_SECONDS, "steps": steps}
     write_report(output, report)
+
+    def record_process_group(process_group: int) -> None:
+        report["running"]["process_group"] = process_group
+        write_report(output, report)
+
     with tempfile.TemporaryDirectory(prefix="gpu_self_check_") as work, open(output / LOG_NAME, "w") as log:
         for step in plan(args, Path(work), steps):
             if step.command is None:
                 record = {"status": "skipped", "reason": step.skip_reason}
             else:
-                record = run_step(step.command, STEP_SECONDS[step.name] * factor, Path(work) / step.name)
+                limit = STEP_SECONDS[step.name] * factor
+                report["running"] = {"step": step.name, "limit": limit,
+                                     "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                write_report(output, report)  # a check killed with SIGKILL leaves what it was running on record
+                record = run_step(step.command, limit, Path(work) / step.name, record_process_group)
+                del report["running"]
                 try:
                     record["figures"] = step.read(Path(work) / step.name)
                 except Exception as error:  # noqa: BLE001  (a reader's slip must not lose the report)

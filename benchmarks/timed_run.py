@@ -16,6 +16,12 @@ With `--profile_below S`, once `--profile_after` steps have run, a run slower th
 next `--profile_steps` steps under `torch.profiler` (those steps are listed in "profiled"; whoever reads the log
 leaves them out of its rates), and the log gets a summary (`profile_summary`), not the trace.
 
+With `--stand_in_kernel` (`gpu_self_check.py --dry_run`'s packed run, on a CPU), a `--padding_free` run takes the
+path it takes on a GPU: the trainer is told the kernel runs (so batches carry no `seq_idx`), attention keeps
+autocast's half precision, and `varlen_attention.reference_varlen_kernel` stands in for torch's kernel, checking
+every call's arguments against the kernel's contract (a break raises, and the run fails); the log counts its calls
+("stand_in_kernel_calls").
+
 Usage (the flags after `--` are run_spt.py's):
     python benchmarks/timed_run.py --step_log steps.json --profile_below 20 -- --task listops --mode spt ...
 """
@@ -40,6 +46,28 @@ from hf_spt.atomic_files import write_json
 ROOT = Path(__file__).resolve().parents[1]
 WRITE_EVERY = 10  # steps between rewrites of the log: a killed run loses at most these
 TOP_OPERATORS = 10  # rows of each table in the profile summary
+
+
+STAND_IN_PATH = "varlen kernel (a stand-in: reference_varlen_kernel, timed_run.py --stand_in_kernel)"
+
+
+def install_stand_in_kernel() -> list[int]:
+    """Route packed rows through the kernel's path on a CPU, with the contract-checking reference as the kernel
+    (module docstring); returns the one-element list that counts its calls."""
+    from hf_spt.models import attention_spt, modeling_spt, varlen_attention
+    from hf_spt.training import padding_free
+
+    calls = [0]
+
+    def kernel(*arguments: Any) -> torch.Tensor:
+        calls[0] += 1
+        return varlen_attention.reference_varlen_kernel(*arguments)
+
+    varlen_attention.varlen_kernel = kernel
+    modeling_spt.varlen_kernel_runs = lambda *arguments: True
+    attention_spt.attends_in_float32 = lambda query: False  # a GPU's autocast: q, k and v reach it in bfloat16
+    padding_free.padding_free_path = lambda model, args: STAND_IN_PATH
+    return calls
 
 
 def busy_seconds(intervals: list[tuple[float, float]]) -> float:
@@ -77,8 +105,10 @@ class StepTimes(TrainerCallback):
     """Records each training step's batch width and end time into `log_path` as training runs (module docstring),
     and profiles `profile_steps` steps of a run slower than `profile_below` steps/s after `profile_after` steps."""
 
-    def __init__(self, log_path: Path, profile_below: float = 0.0, profile_after: int = 100, profile_steps: int = 20):
+    def __init__(self, log_path: Path, profile_below: float = 0.0, profile_after: int = 100, profile_steps: int = 20,
+                 kernel_calls: list[int] | None = None):
         self.log_path = log_path
+        self.kernel_calls = kernel_calls  # `install_stand_in_kernel`'s count, logged when given
         self.profile_below, self.profile_after, self.profile_steps = profile_below, profile_after, profile_steps
         self.cuda = torch.cuda.is_available()
         self.start: Any = None  # the first step's start: an event or a perf_counter value
@@ -106,7 +136,8 @@ class StepTimes(TrainerCallback):
 
     def _write(self) -> None:
         log = {"device": torch.cuda.get_device_name() if self.cuda else "cpu", "widths": self.widths,
-               "ends": self.ends, "profiled": self.profiled, "profile": self.profile}
+               "ends": self.ends, "profiled": self.profiled, "profile": self.profile,
+               "stand_in_kernel_calls": self.kernel_calls[0] if self.kernel_calls is not None else None}
         write_json(self.log_path, log)
 
     def _record_width(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
@@ -171,9 +202,12 @@ def main(argv: list[str]) -> None:
                         help="Profile steps of a run slower than this many steps/s (0: never).")
     parser.add_argument("--profile_after", type=int, default=100, help="Steps before the rate is judged.")
     parser.add_argument("--profile_steps", type=int, default=20, help="Steps run under the profiler.")
+    parser.add_argument("--stand_in_kernel", action="store_true",
+                        help="On a CPU: packed rows take the kernel's path through a contract-checking stand-in.")
     args = parser.parse_args(ours)
+    kernel_calls = install_stand_in_kernel() if args.stand_in_kernel else None
     transformers.trainer.DEFAULT_CALLBACKS.append(
-        StepTimes(Path(args.step_log), args.profile_below, args.profile_after, args.profile_steps))
+        StepTimes(Path(args.step_log), args.profile_below, args.profile_after, args.profile_steps, kernel_calls))
     sys.argv = [str(ROOT / "run_scripts" / "run_spt.py"), *run_spt_argv]
     runpy.run_path(sys.argv[0], run_name="__main__")
 

@@ -186,6 +186,13 @@ def trainers_omit_full_masks(tmp_path, **device) -> tuple[bool, bool]:
     return pretrain.data_collator.omit_full_attention_mask, finetune.data_collator.omit_full_attention_mask
 
 
+@pytest.mark.parametrize("arguments_class", [PretrainArguments, FinetuneArguments])
+def test_the_trainers_used_as_a_library_check_no_loss_for_nan_every_step(arguments_class, tmp_path):
+    """transformers' `logging_nan_inf_filter=True` reads every micro-step's loss on the host (a GPU sync per step);
+    both phases' arguments default it off, as a run_spt.py run has it."""
+    assert arguments_class(output_dir=str(tmp_path), report_to=[]).logging_nan_inf_filter is False
+
+
 def test_on_a_cpu_the_trainers_keep_every_mask(tmp_path):
     """CPU runs compute exactly as before: the mask of an unpadded batch stays (its pooling sums in another order)."""
     assert trainers_omit_full_masks(tmp_path, use_cpu=True) == (False, False)

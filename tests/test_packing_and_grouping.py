@@ -112,12 +112,11 @@ def test_padding_free_spt_collator_masks_real_tokens_and_restarts_positions():
     tokenizer = build_word_tokenizer([f"s{i}" for i in range(95)])
     collator = DataCollatorForSpt(tokenizer, mlm_probability=0.5, padding_free=True, seed=0)
     batch = collator([{"input_ids": row} for row in rows(LENGTHS)])
-    assert set(batch) == {"input_ids", "labels", "position_ids", "seq_idx", "cu_seq_lens_q", "cu_seq_lens_k",
-                          "max_length_q", "max_length_k"}
+    assert set(batch) == {"input_ids", "labels", "position_ids", "seq_idx", "cu_seq_lens_q", "max_length_q"}
     assert batch["position_ids"][0].tolist() == sum((list(range(n)) for n in LENGTHS), [])
     assert batch["seq_idx"][0].tolist() == sum(([i] * n for i, n in enumerate(LENGTHS)), [])
     assert batch["cu_seq_lens_q"].tolist() == [0, 5, 17, 20, 29] and batch["cu_seq_lens_q"].dtype == torch.int32
-    assert batch["max_length_q"] == batch["max_length_k"] == 12
+    assert batch["max_length_q"] == 12
     assert 0 < int((batch["labels"] != -100).sum()) < sum(LENGTHS)
     fixed = collator([{"input_ids": row, "labels": [-100] * len(row)} for row in rows(LENGTHS)])
     assert fixed["labels"].shape == (1, sum(LENGTHS)) and bool((fixed["labels"] == -100).all())
@@ -149,6 +148,29 @@ def test_padding_free_on_another_architecture_names_it_not_the_classifier_wrappi
     args = FinetuneArguments(output_dir=str(tmp_path), padding_free=True, use_cpu=True, report_to=[])
     with pytest.raises(UserInputError, match=r"an SPT model \(this one is 'bert'\)"):
         check_padding_free(model, args)
+
+
+@pytest.mark.parametrize("two_tower", [False, True])
+def test_where_the_kernel_runs_batches_carry_no_seq_idx_and_one_offsets_tensor(two_tower, tmp_path, monkeypatch):
+    """The kernel reads neither `seq_idx` nor a second copy of the offsets: the trainers' collators leave both out
+    there (nothing copied to the device for nothing), and the model pools each sequence as it does with them."""
+    from hf_spt.training import padding_free
+
+    monkeypatch.setattr(padding_free, "padding_free_path", lambda model, args: "varlen kernel")
+    tokenizer = build_word_tokenizer([f"s{i}" for i in range(95)])
+    data = Dataset.from_dict({"input_ids": rows(LENGTHS), "labels": [0, 1, 2, 0],
+                              **({"pair_input_ids": rows(LENGTHS[::-1], seed=1)} if two_tower else {})})
+    args = FinetuneArguments(output_dir=str(tmp_path), padding_free=True, use_cpu=True, report_to=[])
+    torch.manual_seed(0)
+    model = SptForSequenceClassification(tiny_config(two_tower=two_tower))
+    trainer = FinetuneTrainer(model, args, data, eval_dataset=data, processing_class=tokenizer)
+    batch = trainer.data_collator([data[i] for i in range(len(LENGTHS))])
+    prefixes = ("", "pair_") if two_tower else ("",)
+    assert not {f"{prefix}{key}" for prefix in prefixes for key in ("seq_idx", "cu_seq_lens_k", "max_length_k")} & set(batch)
+    with_ids = DataCollatorForClassification(tokenizer, padding_free=True)([data[i] for i in range(len(LENGTHS))])
+    assert "seq_idx" in with_ids  # elsewhere (the block-diagonal mask reads it)
+    model.eval()
+    torch.testing.assert_close(model(**batch).logits, model(**with_ids).logits)
 
 
 def test_lengths_decide_the_default_and_a_pair_counts_its_longer_document():

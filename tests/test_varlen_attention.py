@@ -8,16 +8,21 @@ reach it unchanged). Neither path reads a tensor on the host, and the packed for
 
 from __future__ import annotations
 
+import functools
+from types import SimpleNamespace
+
 import pytest
 import torch
 from conftest import tiny_config
 from test_host_syncs import OpRecorder
 
 from hf_spt import SptForMaskedLM, SptForSequenceClassification
-from hf_spt.models import varlen_attention
+from hf_spt.errors import UserInputError
+from hf_spt.models import attention_spt, varlen_attention
 from hf_spt.models.attention_spt import attention_bias, key_padding_mask
 from hf_spt.models.tokenization_spt import build_word_tokenizer
 from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
+from hf_spt.training.padding_free import check_padding_free
 
 LENGTHS = [5, 12, 3, 9]
 POSITION_KINDS = ["sinusoidal", "learned", "rotary", "alibi", "none"]
@@ -48,18 +53,14 @@ def unpadded(padded_output: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return padded_output[mask.bool()]
 
 
-def reference_kernel(calls: list):
-    """A per-sequence SDPA standing in for `varlen_attn` (N, H, hd): attention within each sequence of the
-    cumulative lengths, recording the offsets it was given."""
+def reference_kernel(calls: list, half_precision: bool = False):
+    """`varlen_attention.reference_varlen_kernel` standing in for `varlen_attn` (N, H, hd), checking the kernel's
+    contract (in float32 too unless `half_precision`), recording the offsets it was given."""
 
     def kernel(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, scale):
         calls.append((cu_seq_q, cu_seq_k, max_q, max_k))
-        sizes = torch.diff(cu_seq_q.long())
-        ids = torch.repeat_interleave(torch.arange(sizes.shape[0]), sizes, output_size=query.shape[0])
-        mask = ids[:, None] == ids[None, :]  # (N, N), from the offsets alone
-        out = torch.nn.functional.scaled_dot_product_attention(
-            query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1), attn_mask=mask, scale=scale)
-        return out.transpose(0, 1)
+        return varlen_attention.reference_varlen_kernel(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, scale,
+                                                        half_precision=half_precision)
 
     return kernel
 
@@ -112,7 +113,8 @@ def test_packed_mlm_through_the_kernel_plumbing_equals_padding(position_kind, ke
     check_packed_equals_padded(model, padded, packed, padded["attention_mask"])
     cu_q, cu_k, max_q, max_k = kernel_on_cpu[-1]
     assert len(kernel_on_cpu) == 2  # once per layer, in the packed forward only
-    assert cu_q is packed["cu_seq_lens_q"] and cu_k is packed["cu_seq_lens_k"] and (max_q, max_k) == (12, 12)
+    assert cu_q is packed["cu_seq_lens_q"] and cu_k is cu_q and (max_q, max_k) == (12, 12)
+    assert "cu_seq_lens_k" not in packed  # one tensor, copied to the device once
 
 
 @pytest.mark.parametrize("two_tower", [False, True])
@@ -140,9 +142,11 @@ def test_the_packed_path_reads_nothing_on_the_host(on_kernel, monkeypatch):
     model = varlen_model(SptForMaskedLM, sparse_prediction=True)
     classifier = varlen_model(SptForSequenceClassification, pooling="last_mean")
     packed = DataCollatorForClassification(tokenizer(), padding_free=True)(features())
+    without_ids = DataCollatorForClassification(tokenizer(), padding_free=True, return_seq_idx=False)(features())
     with OpRecorder() as recorder:
         model(**batch).loss.backward()
         classifier(**packed).loss.backward()
+        classifier(**without_ids).loss.backward()  # pooling derives the sequence ids on the device
     assert not HOST_READS & recorder.ops, HOST_READS & recorder.ops
 
 
@@ -192,28 +196,144 @@ def test_a_padded_batch_on_an_accelerator_gets_its_key_mask_without_a_device_che
                                sdpa(query, key, value, attn_mask=cpu_mask))
 
 
-def on_cuda(batch: dict) -> dict:
-    return {key: value.to("cuda") if torch.is_tensor(value) else value for key, value in batch.items()}
+def one_collation(device: str) -> tuple[dict, dict]:
+    """A padded and a packed batch of the same rows with the same masked tokens: ONE masking draw (the padded
+    collation), whose rows are then packed as given (labels set: padded only, nothing drawn again). The packed batch
+    carries no `seq_idx`, as the trainers give it where the kernel runs."""
+    rows = [{"input_ids": row["input_ids"]} for row in features()]
+    torch.manual_seed(0)
+    padded = DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=True,
+                                omit_full_attention_mask=device != "cpu")(rows)
+    mask = padded.get("attention_mask", torch.ones_like(padded["input_ids"])).bool()
+    masked_rows = [{"input_ids": ids[keep].tolist(), "labels": labels[keep].tolist()}
+                   for ids, labels, keep in zip(padded["input_ids"], padded["labels"], mask)]
+    packed = DataCollatorForSpt(tokenizer(), padding_free=True, return_masked_positions=True,
+                                return_seq_idx=False)(masked_rows)
+    move = lambda batch: {key: value.to(device) if torch.is_tensor(value) else value for key, value in batch.items()}
+    return move(padded), move(packed)
+
+
+def packed_and_padded_logits(model, padded: dict, packed: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """The packed batch's logits (N, V) and the padded batch's at its real tokens, in eval mode, in float32."""
+    model.eval()
+    with torch.no_grad():
+        plain = {key: value for key, value in packed.items() if key not in ("labels", "masked_positions")}
+        got = model(**plain).logits[0].float()
+        expected = model(input_ids=padded["input_ids"], attention_mask=padded["attention_mask"]).logits.float()
+    return got, unpadded(expected, padded["attention_mask"])
+
+
+def test_one_collation_gives_both_layouts_the_same_tokens_and_the_cpu_logits_agree():
+    """The GPU test's batches and comparison, run on the CPU through the block-diagonal path (float32): the packed
+    row holds exactly the padded batch's real tokens and targets, and its logits are the padded batch's."""
+    padded, packed = one_collation("cpu")
+    mask = padded["attention_mask"].bool()
+    assert torch.equal(packed["input_ids"][0], padded["input_ids"][mask])
+    assert torch.equal(packed["labels"][0], padded["labels"][mask])
+    assert "seq_idx" not in packed and "cu_seq_lens_k" not in packed
+    model = varlen_model(SptForMaskedLM, sparse_prediction=True)
+    got, expected = packed_and_padded_logits(model, padded, packed)
+    torch.testing.assert_close(got, expected, atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("position_kind", [kind for kind in POSITION_KINDS if kind != "alibi"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_under_autocast_query_key_and_value_reach_the_kernel_in_one_half_precision_dtype(position_kind, dtype,
+                                                                                          monkeypatch):
+    """A GPU's autocast, on the CPU: attention keeps autocast's dtype (not the CPU's float32) and the stand-in kernel
+    checks the real kernel's contract on every call; rotary's float32 cos/sin must not leave q and k in float32."""
+    calls = []
+    monkeypatch.setattr(varlen_attention, "varlen_kernel", reference_kernel(calls, half_precision=True))
+    monkeypatch.setattr("hf_spt.models.modeling_spt.varlen_kernel_runs", lambda *args: True)
+    monkeypatch.setattr(attention_spt, "attends_in_float32", lambda query: False)
+    model = varlen_model(SptForMaskedLM, position_embedding_type=position_kind, sparse_prediction=True,
+                         hidden_size=32, num_attention_heads=4)  # heads of 8 channels
+    padded, packed = one_collation("cpu")
+    with torch.autocast("cpu", dtype=dtype):
+        loss = model(**packed).loss
+    loss.backward()
+    assert len(calls) == 2 and torch.isfinite(loss)
+
+
+def test_the_kernel_forward_casts_rotary_float32_queries_to_autocast_dtype(monkeypatch):
+    seen = []
+    monkeypatch.setattr(varlen_attention, "varlen_kernel",
+                        lambda q, k, v, *rest: seen.append((q.dtype, k.dtype, v.dtype)) or v.clone())
+    query, key = torch.randn(2, 1, 4, 6, 8).unbind(0)  # (1, H, N, hd), float32 as rotary leaves them
+    value = torch.randn(1, 4, 6, 8, dtype=torch.bfloat16)
+    offsets = torch.tensor([0, 2, 6], dtype=torch.int32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        varlen_attention.torch_varlen_attention_forward(None, query, key, value, None, cu_seq_lens_q=offsets,
+                                                        max_length_q=4)
+    assert seen == [(torch.bfloat16,) * 3]
+
+
+def test_the_stand_in_kernel_refuses_what_the_real_kernel_cannot_take():
+    query = torch.randn(6, 2, 8, dtype=torch.bfloat16)
+    offsets = torch.tensor([0, 2, 6], dtype=torch.int32)
+    kernel = functools.partial(varlen_attention.reference_varlen_kernel, scale=0.3)
+    assert kernel(query, query, query, offsets, offsets, 4, 4).shape == (6, 2, 8)
+    broken = {
+        "float32": dict(value=query.float()),
+        "not contiguous": dict(query=torch.randn(2, 6, 8, dtype=torch.bfloat16).transpose(0, 1)),
+        "int32": dict(cu_seq_q=offsets.long()),
+        "host int": dict(max_q=torch.tensor(4)),
+        "rise from 0": dict(cu_seq_q=torch.tensor([1, 2, 6], dtype=torch.int32)),
+        "longest sequence is 4": dict(max_k=5),
+        "head size 12": dict(query=torch.randn(6, 2, 12, dtype=torch.bfloat16)),
+    }
+    for message, change in broken.items():
+        arguments = dict(query=query, key=query, value=query, cu_seq_q=offsets, cu_seq_k=offsets, max_q=4, max_k=4)
+        arguments.update(change)
+        if "query" in change:
+            arguments["key"] = arguments["value"] = change["query"].contiguous()
+        with pytest.raises(ValueError, match=message):
+            kernel(**arguments)
+
+
+def test_the_kernel_path_needs_a_scale_argument_and_a_head_size_it_takes(monkeypatch):
+    import torch.nn.attention.varlen as varlen_module
+
+    def old_varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_aux=None):  # torch 2.10's
+        raise AssertionError("not called")
+
+    monkeypatch.setattr(varlen_module, "varlen_attn", old_varlen_attn)
+    path = varlen_attention.varlen_path("cuda", torch.bfloat16, tiny_config(), training=True)
+    assert path.startswith("block-diagonal SDPA") and "takes no scale= argument" in path
+    monkeypatch.undo()
+    odd_heads = tiny_config(hidden_size=36, num_attention_heads=3)
+    assert "head size 12: the kernel takes a multiple of 8" in varlen_attention.varlen_path(
+        "cuda", torch.bfloat16, odd_heads, training=True)
+
+
+@pytest.mark.parametrize("settings", [dict(bf16=False), dict(bf16=True, position_embedding_type="alibi"),
+                                      dict(bf16=True, attention_probs_dropout_prob=0.1)])
+def test_on_an_accelerator_padding_free_refuses_the_dense_fallback(settings, monkeypatch):
+    """float32, ALiBi or attention dropout on a GPU would pack into one dense N x N mask: refused with one line
+    naming the fix; the CPU keeps its fallback (tests/test_packing_and_grouping.py)."""
+    monkeypatch.setattr(varlen_attention, "kernel_unavailable", lambda: None, raising=False)  # a CUDA torch's
+    bf16 = settings.pop("bf16")
+    model = SptForMaskedLM(tiny_config(**settings))
+    args = SimpleNamespace(device=torch.device("cuda"), bf16=bf16, fp16=False)
+    with pytest.raises(UserInputError, match="block-diagonal SDPA") as error:
+        check_padding_free(model, args)
+    message = str(error.value)
+    assert "\n" not in message and "--bf16" in message and "leave out --padding_free" in message
+    assert check_padding_free(SptForMaskedLM(tiny_config()), SimpleNamespace(
+        device=torch.device("cuda"), bf16=True, fp16=False)) == "varlen kernel"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU test (benchmarks/gpu_self_check.py runs it)")
 def test_on_a_gpu_the_varlen_kernel_gives_the_padded_logits_without_a_sync():
     """bf16 autocast on CUDA: the packed batch runs torch's varlen kernel (the path says so), its logits match the
-    padded batch's to bf16 precision, and its training step raises nothing in CUDA's sync debug mode; a padded
-    batch's step (its key mask, no device check) neither."""
+    padded batch's (the same collation: the same tokens and targets) to bf16 precision, and its training step raises
+    nothing in CUDA's sync debug mode; a padded batch's step (its key mask, no device check) neither."""
     model = varlen_model(SptForMaskedLM, sparse_prediction=True).to("cuda")
-    rows = [{"input_ids": row["input_ids"]} for row in features()]
-    packed = on_cuda(DataCollatorForSpt(tokenizer(), mlm_probability=0.5, padding_free=True,
-                                        return_masked_positions=True)(rows))
-    padded = on_cuda(DataCollatorForSpt(tokenizer(), mlm_probability=0.5, return_masked_positions=True,
-                                        omit_full_attention_mask=True)(rows))
+    padded, packed = one_collation("cuda")
     assert varlen_attention.varlen_path("cuda", torch.bfloat16, model.config, training=True) == "varlen kernel"
-    with torch.autocast("cuda", dtype=torch.bfloat16), torch.no_grad():
-        model.eval()
-        plain = {key: value for key, value in packed.items() if key not in ("labels", "masked_positions")}
-        got = model(**plain).logits[0].float()
-        expected = model(input_ids=padded["input_ids"], attention_mask=padded["attention_mask"]).logits.float()
-    torch.testing.assert_close(got, unpadded(expected, padded["attention_mask"]), atol=5e-2, rtol=5e-2)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        got, expected = packed_and_padded_logits(model, padded, packed)
+    torch.testing.assert_close(got, expected, atol=5e-2, rtol=5e-2)
     model.train()
     torch.cuda.synchronize()
     try:

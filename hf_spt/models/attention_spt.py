@@ -100,6 +100,13 @@ def attention_bias(
     return bias + mask
 
 
+def attends_in_float32(query: torch.Tensor) -> bool:
+    """Whether attention computes in float32 under autocast: --bf16 on a CPU, where the projections run in bfloat16
+    and attention in float32 (CPU kernels are slower in bf16: docs/performance.md). On a GPU autocast's dtype
+    reaches attention (`torch_varlen`'s kernel takes nothing else)."""
+    return query.device.type == "cpu" and torch.is_autocast_enabled("cpu")
+
+
 class SptAttention(nn.Module):
     """Multi-head self-attention with projections `q_proj`, `k_proj`, `v_proj`, `o_proj`."""
 
@@ -134,9 +141,9 @@ class SptAttention(nn.Module):
 
         implementation = "eager" if output_attentions else self.config._attn_implementation
         attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
-        cpu_autocast = query.device.type == "cpu" and torch.is_autocast_enabled("cpu")
-        if cpu_autocast:  # --bf16 on a CPU: the projections in bfloat16, attention in float32 (CPU kernels are
-            query, key, value = query.float(), key.float(), value.float()  # slower in bf16: docs/performance.md)
+        cpu_autocast = attends_in_float32(query)
+        if cpu_autocast:
+            query, key, value = query.float(), key.float(), value.float()
         with torch.autocast("cpu", enabled=False) if cpu_autocast else nullcontext():
             output, probs = attention_interface(
                 self,
@@ -153,4 +160,4 @@ class SptAttention(nn.Module):
 
 
 __all__ = ["ALIBI_NEEDS_A_MASK", "KEY_MASK_BACKENDS", "eager_attention_forward", "key_padding_mask", "attention_bias",
-           "SptAttention"]
+           "attends_in_float32", "SptAttention"]

@@ -2,9 +2,11 @@
 
 The layout is transformers' `DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True)`:
 `input_ids` (1, N), `position_ids` (1, N) restarting at 0 for every sequence, no `attention_mask`, and the
-sequence boundaries computed on the host by the collator: `cu_seq_lens_q`/`cu_seq_lens_k` (S + 1,) int32
-cumulative lengths, `max_length_q`/`max_length_k` (Python ints) and `seq_idx` (1, N), the sequence of each token
-(`PACKED_KEYS`; hf_spt's collators give them). The model reads them as given: no offset, length or sequence index
+sequence boundaries computed on the host by the collator: `cu_seq_lens_q` (S + 1,) int32 cumulative lengths,
+`max_length_q` (a Python int) and `seq_idx` (1, N), the sequence of each token (`PACKED_KEYS`). hf_spt's collators
+leave out the `_k` twins (an encoder's keys are its queries: one tensor would reach the device twice) and, where
+the kernel runs, `seq_idx` (the kernel never reads it; pooling derives it on the device). The model reads them as
+given: no offset, length or sequence index
 is recomputed on the device, so a packed step waits for the device nowhere. Rows with `position_ids` alone (the
 flattening collator without those keys) still work: the layout is then derived from `position_ids`
 (`find_packed_sequence_indices`), at the cost of a host read per forward.
@@ -47,15 +49,27 @@ def runs_varlen_attention(config: PreTrainedConfig) -> bool:
 class PackedLayout:
     """Where the sequences of a packed row (1, N) start and end.
 
-    `sequence_ids` (1, N): each token's sequence; `cu_seq_lens` (S + 1,) int32: cumulative lengths, or None when
-    only `position_ids` were given and the varlen kernels' offsets are derived from them on demand;
-    `max_length`: the longest sequence, a Python int.
+    `seq_idx` (1, N): each token's sequence as the collator gave it, or None (`sequence_ids` then derives it on the
+    device from the cumulative lengths, only where it is read: the block-diagonal mask and pooling, never on the
+    kernel's path); `cu_seq_lens` (S + 1,) int32: cumulative lengths, or None when only `position_ids` were given
+    and the varlen kernels' offsets are derived from them on demand; `max_length`: the longest sequence, a Python int.
     """
 
-    sequence_ids: torch.Tensor
+    seq_idx: torch.Tensor | None
     cu_seq_lens: torch.Tensor | None
     max_length: int
     position_ids: torch.Tensor
+
+    @property
+    def sequence_ids(self) -> torch.Tensor:
+        """Each token's sequence (1, N): the collator's, or repeated from the cumulative lengths' sizes, with the
+        output size N from the row's shape (no device read)."""
+        if self.seq_idx is not None:
+            return self.seq_idx
+        bounds = self.cu_seq_lens.to(self.position_ids.device)
+        sizes = torch.diff(bounds.long())
+        ids = torch.arange(sizes.shape[0], device=bounds.device)
+        return torch.repeat_interleave(ids, sizes, output_size=self.position_ids.shape[1])[None]
 
     def kernel_kwargs(self) -> dict[str, Any]:
         """`cu_seq_lens_q/k` and `max_length_q/k` for a varlen kernel, once per forward (given only `position_ids`,
@@ -72,17 +86,19 @@ def packed_layout(position_ids: torch.Tensor | None, attention_mask: torch.Tenso
     """The layout of a packed batch, None for a padded one.
 
     Packed means: `position_ids` given, no `attention_mask`, one row. With the collator's `PACKED_KEYS` in `given`
-    the layout is read from them, on the host's numbers; without them it is derived from `position_ids`, and a row
+    (`cu_seq_lens_q` and `max_length_q` at least: `seq_idx` is left out where the kernel runs, and the keys' `_k`
+    twins, the same numbers in self-attention, are not read) the layout is read from them, on the host's numbers;
+    without them it is derived from `position_ids`, and a row
     holding one sequence is not packed (transformers' flattened layout is one row; more rows with several sequences
     each are refused).
     """
     if position_ids is None or attention_mask is not None:
         return None
-    if given.get("cu_seq_lens_q") is not None and given.get("seq_idx") is not None:
+    if given.get("cu_seq_lens_q") is not None:
         if position_ids.shape[0] != 1:
             raise ValueError(f"Packed sequences come as one row (1, N), as DataCollatorWithFlattening makes them; got "
                              f"position_ids of shape {tuple(position_ids.shape)}.")
-        return PackedLayout(given["seq_idx"], given["cu_seq_lens_q"], int(given["max_length_q"]), position_ids)
+        return PackedLayout(given.get("seq_idx"), given["cu_seq_lens_q"], int(given["max_length_q"]), position_ids)
     sequence_ids = find_packed_sequence_indices(position_ids)
     if sequence_ids is None:
         return None

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from ..atomic_files import TEMPORARY_FILE, write_text
 from ..errors import UserInputError
 from ..tasks import Task
 from ..training.checkpoints import content_digest
+from ..training.model_card import package_version
 
 DEFINITION_NAME = "phase_definition.json"
 # config entries that saving or loading a model sets, which say nothing of what the model is
@@ -114,7 +114,7 @@ def phase_definition(
 ) -> dict[str, Any]:
     """Everything that defines one phase's result, as plain JSON values (`source_definition`: see `source_identity`)."""
     definition = {
-        "hf_spt": metadata.version("hf-spt"),
+        "hf_spt": package_version()[0],
         "phase": phase,
         "seed": seed,
         "data": {split: dataset_fingerprint(dataset) for split, dataset in sorted(data.items())},

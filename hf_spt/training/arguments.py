@@ -82,6 +82,14 @@ class DeviceDefaults:
         super().__post_init__()
 
 
+def nan_inf_filter_field() -> Any:
+    """The `logging_nan_inf_filter` field of both phases: off, as in a `run_spt.py` run (transformers' True checks
+    every micro-step's loss for NaN/inf, which stops the host for the device each step on a GPU)."""
+    return field(default=False, metadata={"help": "Skip NaN/inf losses in the logged training loss (changed default: "
+                                          "off, as checking costs a host sync every step on a GPU; the loss trained "
+                                          "on is the same either way)."})
+
+
 def pin_memory_field() -> Any:
     """The `dataloader_pin_memory` field of both phases (`DeviceDefaults`)."""
     return field(default=None, metadata={"help": "Pin data-loader memory (None: only with an accelerator)."})
@@ -108,7 +116,7 @@ class PretrainArguments(DeviceDefaults, SecretFreePickle, TrainingArguments):
     Amos et al.): `eval_strategy="epoch"`, `save_strategy="epoch"`, `load_best_model_at_end=True`,
     `metric_for_best_model="eval_loss"`, `save_total_limit=2`, `prediction_loss_only=True`
     (MLM logits of variable size are never gathered), `learning_rate=1e-3`, `num_train_epochs=25`,
-    `logging_strategy="epoch"`.
+    `logging_strategy="epoch"`, `logging_nan_inf_filter=False`.
     """
 
     mlm_probability: float = field(
@@ -146,6 +154,7 @@ class PretrainArguments(DeviceDefaults, SecretFreePickle, TrainingArguments):
     use_hub_kernels: bool = use_hub_kernels_field()
     pad_to_multiple_of: int | None = pad_to_multiple_of_field()
     dataloader_pin_memory: bool | None = pin_memory_field()
+    logging_nan_inf_filter: bool = nan_inf_filter_field()
 
 
 @dataclass
@@ -155,7 +164,7 @@ class FinetuneArguments(DeviceDefaults, SecretFreePickle, TrainingArguments):
     Changed defaults: `eval_strategy="epoch"`, `save_strategy="epoch"`, `logging_strategy="epoch"`,
     `load_best_model_at_end=True` with `metric_for_best_model="accuracy"` (the test score is the
     best-validation model's, not the last epoch's), `save_total_limit=2`, `learning_rate=1e-3`,
-    `num_train_epochs=4`.
+    `num_train_epochs=4`, `logging_nan_inf_filter=False`.
     """
 
     eval_strategy: str = field(default="epoch", metadata={"help": "Evaluate every epoch (changed default)."})
@@ -176,6 +185,7 @@ class FinetuneArguments(DeviceDefaults, SecretFreePickle, TrainingArguments):
     use_hub_kernels: bool = use_hub_kernels_field()
     pad_to_multiple_of: int | None = pad_to_multiple_of_field()
     dataloader_pin_memory: bool | None = pin_memory_field()
+    logging_nan_inf_filter: bool = nan_inf_filter_field()
 
 
-__all__ = ["GPU_PAD_MULTIPLE", "accelerator_available", "DeviceDefaults", "pin_memory_field", "use_hub_kernels_field", "pad_to_multiple_of_field", "padding_free_field", "SecretFreePickle", "PretrainArguments", "FinetuneArguments"]
+__all__ = ["GPU_PAD_MULTIPLE", "accelerator_available", "DeviceDefaults", "pin_memory_field", "use_hub_kernels_field", "nan_inf_filter_field", "pad_to_multiple_of_field", "padding_free_field", "SecretFreePickle", "PretrainArguments", "FinetuneArguments"]

@@ -148,10 +148,12 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
     return_masked_positions: bool = False
     omit_full_attention_mask: bool = False
     max_width: int | None = None
+    return_seq_idx: bool = True
 
     def torch_call(self, examples: list[Any]) -> dict[str, Any]:
         """Mask and pad the rows; rows masked beforehand (with `labels`) are padded only (labels with -100).
-        With `padding_free`, mask and pack them (`flatten`). Class labels are dropped (`without_class_labels`).
+        With `padding_free`, mask and pack them (`flatten`; `return_seq_idx` False leaves out `seq_idx`, which
+        the varlen kernel does not read). Class labels are dropped (`without_class_labels`).
         With `omit_full_attention_mask`, an unpadded batch has no `attention_mask`; with `return_masked_positions`,
         the batch also holds `masked_positions` (`masked_positions`)."""
         batch = self._masked_batch(without_class_labels(examples))
@@ -163,7 +165,7 @@ class DataCollatorForSpt(DataCollatorForLanguageModeling):
 
     def _masked_batch(self, examples: list[Any]) -> dict[str, Any]:
         if self.padding_free:
-            batch = flatten(examples)
+            batch = flatten(examples, seq_idx=self.return_seq_idx)
             if "labels" in examples[0]:
                 batch["labels"] = torch.cat([torch.as_tensor(row["labels"], dtype=torch.long) for row in examples])[None]
             else:
@@ -213,11 +215,13 @@ def masked_positions(labels: torch.Tensor) -> torch.Tensor:
     return torch.nonzero(labels.reshape(-1) != -100).squeeze(1)
 
 
-def flatten(features: list[dict[str, Any]], prefix: str = "") -> dict[str, Any]:
+def flatten(features: list[dict[str, Any]], prefix: str = "", seq_idx: bool = True) -> dict[str, Any]:
     """The rows' `{prefix}input_ids` end to end, (1, N), with `{prefix}position_ids` restarting at 0 per row and the
-    layout the model reads (`hf_spt.models.packing.PACKED_KEYS`, prefixed): `seq_idx` (1, N), each token's row;
-    `cu_seq_lens_q`/`_k` (S + 1,) int32, the cumulative lengths; `max_length_q`/`_k`, the longest row (an int).
-    Computed in numpy on the host, so no offset is recomputed on the device."""
+    layout the model reads (`hf_spt.models.packing.PACKED_KEYS`, prefixed): `cu_seq_lens_q` (S + 1,) int32, the
+    cumulative lengths; `max_length_q`, the longest row (an int); with `seq_idx`, `seq_idx` (1, N), each token's row
+    (the block-diagonal fallback's mask reads it; the kernel does not, and the model derives it on the device where
+    pooling needs it). No `_k` twins: an encoder's keys are its queries, and the same tensor given twice would be
+    copied to the device twice. Computed in numpy on the host, so no offset is recomputed on the device."""
     rows = [np.asarray(feature[f"{prefix}input_ids"], dtype=np.int64) for feature in features]
     lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
     starts = np.cumsum(lengths) - lengths
@@ -227,9 +231,10 @@ def flatten(features: list[dict[str, Any]], prefix: str = "") -> dict[str, Any]:
     layout = {
         "input_ids": torch.from_numpy(np.concatenate(rows) if rows else np.zeros(0, np.int64))[None],
         "position_ids": torch.from_numpy(np.arange(total) - np.repeat(starts, lengths))[None],
-        "seq_idx": torch.from_numpy(np.repeat(np.arange(len(rows)), lengths))[None],
-        "cu_seq_lens_q": bounds, "cu_seq_lens_k": bounds, "max_length_q": longest, "max_length_k": longest,
+        "cu_seq_lens_q": bounds, "max_length_q": longest,
     }
+    if seq_idx:
+        layout["seq_idx"] = torch.from_numpy(np.repeat(np.arange(len(rows)), lengths))[None]
     return {prefix + key: value for key, value in layout.items()}
 
 
@@ -256,7 +261,8 @@ class DataCollatorForClassification:
 
     Each id column is padded on its own (a pair gets its own length and `pair_attention_mask`);
     labels are long for class ids, float for regression values and multi-label rows. With
-    `padding_free`, each id column is packed instead (`flatten`: `position_ids`, `pair_position_ids`).
+    `padding_free`, each id column is packed instead (`flatten`: `position_ids`, `pair_position_ids`;
+    `return_seq_idx` False leaves out `seq_idx`, which the varlen kernel does not read).
     `omit_full_attention_mask` leaves out the mask of a column none of whose rows is padded
     (`without_attention_mask`); `max_width` (the model's positions) caps the padded width.
     """
@@ -266,12 +272,13 @@ class DataCollatorForClassification:
     padding_free: bool = False
     omit_full_attention_mask: bool = False
     max_width: int | None = None
+    return_seq_idx: bool = True
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         batch = {}
         for prefix in ("", "pair_"):
             if f"{prefix}input_ids" in features[0] and self.padding_free:
-                batch.update(flatten(features, prefix))
+                batch.update(flatten(features, prefix, seq_idx=self.return_seq_idx))
             elif f"{prefix}input_ids" in features[0]:
                 batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"] = pad_rows(
                     [feature[f"{prefix}input_ids"] for feature in features], self.tokenizer.pad_token_id,

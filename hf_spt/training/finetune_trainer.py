@@ -17,7 +17,7 @@ from .length_grouping import LengthGroupedSamplingMixin
 from .losses import label_weight_total, weighted_class_loss
 from .metrics import SHIPPED_METRICS, load_metric
 from .model_card import ModelCardMixin
-from .padding_free import check_padding_free
+from .padding_free import check_padding_free, runs_a_kernel
 
 
 @functools.cache
@@ -62,8 +62,9 @@ class FinetuneTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         compute_metrics=classification_metrics,
         **kwargs,
     ):
+        kernel_path = False
         if args.padding_free:
-            check_padding_free(model, args)
+            kernel_path = runs_a_kernel(check_padding_free(model, args))
             if data_collator is not None:
                 raise UserInputError("padding_free builds its own packing collator: pass no data_collator.")
         if data_collator is None:
@@ -73,7 +74,7 @@ class FinetuneTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
             check_pad_multiple(args.pad_to_multiple_of, max_width)
             data_collator = DataCollatorForClassification(processing_class, args.pad_to_multiple_of, args.padding_free,
                                                           omit_full_attention_mask=args.device.type != "cpu",
-                                                          max_width=max_width)
+                                                          max_width=max_width, return_seq_idx=not kernel_path)
         super().__init__(
             model=model,
             args=args,

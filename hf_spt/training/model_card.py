@@ -11,6 +11,7 @@ header (library, tags, data set, metrics as a `model-index`) is what the Hub ind
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -32,10 +33,24 @@ PIPELINE_TAGS = {"masked": "fill-mask", "causal": "text-generation", None: "text
 AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalLM", None: "AutoModelForSequenceClassification"}
 
 
+PACKAGE_DISTRIBUTION = "hf-spt"
+
+
+def package_version() -> tuple[str, str]:
+    """hf_spt's version and where it was read: the installed distribution's metadata, else (the checkout only on
+    PYTHONPATH, as the GPU self-check runs it) the package's own `hf_spt.__version__`, the same number setup.cfg
+    builds from."""
+    try:
+        return metadata.version(PACKAGE_DISTRIBUTION), f"the installed {PACKAGE_DISTRIBUTION} distribution"
+    except metadata.PackageNotFoundError:  # the package itself is imported before any of its modules: no import here
+        package = sys.modules[__name__.split(".")[0]]
+        return package.__version__, f"hf_spt.__version__ (no {PACKAGE_DISTRIBUTION} distribution installed)"
+
+
 def installed_versions() -> dict[str, str]:
     """Versions of the libraries that wrote the model (the card renders hf_spt, transformers, torch and
     huggingface_hub under "Framework versions"; every phase's result records them all, `runs.provenance`)."""
-    return {"hf_spt": metadata.version("hf-spt"),
+    return {"hf_spt": package_version()[0],
             **{name: metadata.version(name) for name in ("transformers", "torch", "huggingface_hub", "datasets",
                                                          "accelerate")}}
 
@@ -191,5 +206,5 @@ class ModelCardMixin:
             write_model_card(self.model_card_data, self.args.output_dir)
 
 
-__all__ = ["SptModelCardData", "ModelCardMixin", "model_card", "write_model_card",
+__all__ = ["PACKAGE_DISTRIBUTION", "package_version", "SptModelCardData", "ModelCardMixin", "model_card", "write_model_card",
            "installed_versions", "TEMPLATE_PATH", "MODEL_CARD_NAME"]

@@ -3,10 +3,13 @@
 Packed rows need an attention back-end that keeps their sequences apart: `torch_varlen` (core torch's
 variable-length flash kernel, `hf_spt.models.varlen_attention`; no extra package) or a flash attention package's
 (`flash_attention_2`/`_3`, CUDA only). `torch_varlen` runs its kernel on CUDA in float16/bfloat16; elsewhere (a CPU,
-float32, ALiBi, attention dropout) it attends over each whole packed row with a block-diagonal mask: the same
-numbers, more work than padding length-grouped batches (docs/performance.md). A model on SDPA, the default, is
-switched to `torch_varlen`, which is SDPA for everything but packed rows. The trainers log which path a run takes
-(`padding_free_path`), so a slow fallback is never silent.
+float32, ALiBi, attention dropout, a head size the kernel does not take) it attends over each whole packed row with
+a block-diagonal mask: the same numbers, more work than padding length-grouped batches (docs/performance.md). On a
+CPU that fallback is allowed (and tested against padding); on an accelerator it is refused before training: its
+dense N x N mask over all N tokens of a packed batch (ListOps: N of 32-64k, 1-4 GB; with ALiBi a float (1, H, N, N)
+bias, 34 GB at N = 32k) runs out of memory or runs tens of times slower. A model on SDPA, the default, is switched
+to `torch_varlen`, which is SDPA for everything but packed rows. The trainers log which path a run takes
+(`padding_free_path`), and leave `seq_idx` out of the batches where the kernel runs (`runs_a_kernel`).
 """
 
 from __future__ import annotations
@@ -36,10 +39,16 @@ def padding_free_path(model: PreTrainedModel, args: TrainingArguments) -> str:
     return varlen_path(args.device, training_dtype(args), model.config, training=True)
 
 
+def runs_a_kernel(path: str) -> bool:
+    """Whether a `padding_free_path` is a varlen kernel's (flash attention or `torch_varlen`'s), not the fallback."""
+    return not path.startswith("block-diagonal")
+
+
 def check_padding_free(model: PreTrainedModel, args: TrainingArguments) -> str:
     """Raise a UserInputError unless `model` can train packed rows under `args` (an SPT model; `torch_varlen`, or a
-    flash back-end on a CUDA GPU); else log and return the attention path they take (`padding_free_path`). An SPT
-    model on "sdpa" is switched to `torch_varlen` (the same SDPA, plus the varlen kernel for packed rows)."""
+    flash back-end on a CUDA GPU; on an accelerator, a path that runs the kernel); else log and return the attention
+    path they take (`padding_free_path`). An SPT model on "sdpa" is switched to `torch_varlen` (the same SDPA, plus
+    the varlen kernel for packed rows)."""
     problems = []
     attention = model.config._attn_implementation
     if model.config.model_type != SptConfig.model_type:
@@ -58,7 +67,13 @@ def check_padding_free(model: PreTrainedModel, args: TrainingArguments) -> str:
                              + ". Without it, batches are padded, grouped by length when lengths vary "
                              "(--train_sampling_strategy).")
     path = padding_free_path(model, args)
-    if path.startswith("block-diagonal"):
+    if not runs_a_kernel(path) and args.device.type != "cpu":
+        raise UserInputError(
+            f"--padding_free on {args.device.type} would attend through a {path}: a dense N x N mask over all N "
+            "tokens of each packed batch (out of memory, or tens of times slower, at LRA's sizes). Train where the "
+            "kernel runs (--bf16 or --fp16, no ALiBi, no attention dropout, a head size a multiple of 8), or leave "
+            "out --padding_free: padded batches, grouped by length (--train_sampling_strategy group_by_length).")
+    if not runs_a_kernel(path):
         logger.warning(f"padding_free: packed rows attend through a {path}: the same numbers as the kernel, with more "
                        "work than padded, length-grouped batches.")
     else:
@@ -66,4 +81,4 @@ def check_padding_free(model: PreTrainedModel, args: TrainingArguments) -> str:
     return path
 
 
-__all__ = ["training_dtype", "padding_free_path", "check_padding_free"]
+__all__ = ["training_dtype", "padding_free_path", "runs_a_kernel", "check_padding_free"]

@@ -17,7 +17,7 @@ from .losses import TOKEN_WEIGHTING, inverse_frequency_token_weights, label_weig
 from .arguments import PretrainArguments
 from .dataset_columns import inputs_only
 from .model_card import ModelCardMixin
-from .padding_free import check_padding_free
+from .padding_free import check_padding_free, runs_a_kernel
 
 
 def has_sparse_prediction(model: PreTrainedModel) -> bool:
@@ -106,8 +106,9 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
         with args.main_process_first(desc="dropping labels for SPT"):
             train_dataset = inputs_only(train_dataset)
             eval_dataset = inputs_only(eval_dataset) if eval_dataset is not None else None
+        kernel_path = False
         if args.padding_free:
-            check_padding_free(model, args)
+            kernel_path = runs_a_kernel(check_padding_free(model, args))
             if data_collator is not None:
                 raise UserInputError("padding_free builds its own masked-token collator: pass no data_collator "
                                      "(causal pretraining has no padding-free path).")
@@ -124,6 +125,7 @@ class PretrainTrainer(LengthGroupedSamplingMixin, ModelCardMixin, Trainer):
                 return_masked_positions=reaches_model_whole(args) and has_sparse_prediction(model),
                 omit_full_attention_mask=args.device.type != "cpu",
                 max_width=max_width,
+                return_seq_idx=not kernel_path,  # the kernel never reads it: not copied to the device
             )
         if isinstance(data_collator, DataCollatorForSpt) and data_collator.mlm:
             if eval_dataset is not None:
