@@ -51,7 +51,7 @@ RUN_SPT_COMMANDS: dict[str, list[str]] = {
         "--mlm_probability", "0.3", "--mask_replace_prob", "1.0", "--random_replace_prob", "0", "--token_weighting",
         "inverse_frequency", "--class_weighting", "balanced", "--early_stopping_patience", "2", "--init_parts", "qk",
         "--freeze_parts", "mlp", "--pretrain_objective", "masked"],
-    "trainer flags": ["--padding_free", "--pad_to_multiple_of", "8", "--optim", "adafactor", "--warmup_steps", "3",
+    "trainer flags": ["--padding_free", "--optim", "adafactor", "--warmup_steps", "3",
                       "--weight_decay", "0.01", "--gradient_accumulation_steps", "2", "--per_device_eval_batch_size",
                       "5", "--metric_for_best_model", "loss", "--eval_strategy", "steps", "--eval_steps", "10",
                       "--save_strategy", "steps", "--save_steps", "10", "--train_sampling_strategy", "sequential",

@@ -7,6 +7,7 @@ the packed path runs SDPA or eager with a block-diagonal mask, so the math is ch
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,8 @@ from hf_spt.models.heads import pool
 from hf_spt.models.packing import PackedLayout, pool_packed
 from hf_spt.models.tokenization_spt import build_word_tokenizer
 from hf_spt.tasks import Task, TaskPreset, load_task
-from hf_spt.training.arguments import FinetuneArguments
+from hf_spt.experiments.suites.grid import check_trainer_settings_of, parse_grid
+from hf_spt.training.arguments import FinetuneArguments, PretrainArguments
 from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
 from hf_spt.training.finetune_trainer import FinetuneTrainer
 from hf_spt.training.padding_free import check_padding_free
@@ -171,6 +173,50 @@ def test_where_the_kernel_runs_batches_carry_no_seq_idx_and_one_offsets_tensor(t
     assert "seq_idx" in with_ids  # elsewhere (the block-diagonal mask reads it)
     model.eval()
     torch.testing.assert_close(model(**batch).logits, model(**with_ids).logits)
+
+
+@pytest.mark.parametrize("arguments", [PretrainArguments, FinetuneArguments])
+def test_padding_free_refuses_a_pad_multiple_it_never_reads(tmp_path, arguments):
+    """Issue 54, item 3: packed rows are never padded, so a given `pad_to_multiple_of` would be recorded in the
+    phase's definition and do nothing (before: recorded, and the same run without the flag refused as another)."""
+    with pytest.raises(UserInputError, match=r"^--pad_to_multiple_of 8 is not read with --padding_free"):
+        arguments(output_dir=str(tmp_path), padding_free=True, pad_to_multiple_of=8, use_cpu=True, report_to=[])
+    assert arguments(output_dir=str(tmp_path), padding_free=True, use_cpu=True, report_to=[]).pad_to_multiple_of is None
+
+
+@pytest.mark.parametrize("arguments", [PretrainArguments, FinetuneArguments])
+def test_on_an_accelerator_padding_free_gets_no_pad_multiple_and_rebuilds(tmp_path, arguments, monkeypatch):
+    """The accelerator's default width multiple is for padded batches: packed ones never read it, so it is not set
+    (else the phase's definition records an unread 8 and arguments rebuilt from their own fields are refused)."""
+    import dataclasses
+
+    import hf_spt.training.arguments as training_arguments
+
+    monkeypatch.setattr(training_arguments, "accelerator_available", lambda args: True)
+    packed = arguments(output_dir=str(tmp_path), padding_free=True, report_to=[])
+    assert packed.pad_to_multiple_of is None
+    assert dataclasses.replace(packed).pad_to_multiple_of is None
+    assert arguments(output_dir=str(tmp_path), report_to=[]).pad_to_multiple_of == 8
+
+
+def test_run_spt_and_a_grid_refuse_padding_free_with_a_pad_multiple(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    tiny = ["--mode", "scratch", "--task_options", '{"num_train": 16, "num_validation": 8, "num_test": 8}',
+            "--hidden_size", "16", "--intermediate_size", "32", "--num_attention_heads", "2", "--num_hidden_layers",
+            "1", "--finetune_max_steps", "1", "--use_cpu", "--report_to", "none", "--disable_tqdm", "true"]
+    done = subprocess.run([sys.executable, "run_scripts/run_spt.py", "--padding_free", "--pad_to_multiple_of", "8",
+                           "--output_dir", str(tmp_path / "run"), *tiny], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "--pad_to_multiple_of 8 is not read with --padding_free" in done.stderr and not (tmp_path / "run").exists()
+    grid = parse_grid({"seeds": [0], "tasks": {"m": {"task": "markov"}}, "arms": [{"name": "scratch"}],
+                       "output_dir": str(tmp_path / "grid"),
+                       "experiment": {"padding_free": True, "pad_to_multiple_of": 8}})
+    with pytest.raises(UserInputError, match="grid task 'm': --pad_to_multiple_of 8 is not read with --padding_free"):
+        check_trainer_settings_of(grid)
 
 
 def test_lengths_decide_the_default_and_a_pair_counts_its_longer_document():

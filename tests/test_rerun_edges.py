@@ -144,6 +144,37 @@ def test_a_copied_run_folder_reruns_to_the_same_results(tmp_path, monkeypatch):
                                                                        for arm in original["arms"]]
 
 
+# issue 54, item 1: an arm read back is matched to pretrain/ by its recorded definition digest, never by path
+
+
+def test_a_copied_folder_pretrained_again_lists_its_old_arm_with_a_note(tmp_path):
+    run(tmp_path / "run", mode="compare")
+    shutil.copytree(tmp_path / "run", tmp_path / "copy")
+    run(tmp_path / "copy", mode="spt", pretrain_learning_rate=2e-3, overwrite_output_dir=True)
+    arms = {arm["arm"]: arm for arm in results(tmp_path / "copy")["arms"]}
+    assert "another pretraining" in arms["spt"]["note"]  # before: no note (the recorded path named run/pretrain)
+    assert "pretrain_seconds" not in arms["spt"] and "note" not in arms["scratch"]
+
+
+def test_a_copied_folder_rerun_with_mode_spt_counts_the_pretraining(tmp_path):
+    original = {arm["arm"]: arm for arm in run(tmp_path / "run", mode="compare")["arms"]}
+    shutil.copytree(tmp_path / "run", tmp_path / "copy")
+    spt = {arm["arm"]: arm for arm in run(tmp_path / "copy", mode="spt")["arms"]}["spt"]
+    assert spt["pretrain_seconds"] == original["spt"]["pretrain_seconds"] > 0  # before: dropped
+    assert spt["seconds"] == original["spt"]["seconds"] and "note" not in spt
+    assert spt["init_from"] == str(tmp_path / "copy" / "pretrain")  # the copy's, not run/pretrain
+
+
+def test_a_relative_output_dir_rerun_from_another_folder_counts_the_pretraining(tmp_path, monkeypatch):
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    original = {arm["arm"]: arm for arm in run(Path("run"), mode="compare")["arms"]}
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    spt = {arm["arm"]: arm for arm in run(Path("../run"), mode="spt")["arms"]}["spt"]
+    assert spt["pretrain_seconds"] == original["spt"]["pretrain_seconds"] > 0  # before: dropped
+    assert "note" not in spt
+
+
 # item 17: atomic writes respect the umask
 
 

@@ -19,6 +19,7 @@ hold (`training.arguments`, quoted by every help text through `phase_default`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UserInputError
@@ -45,6 +46,34 @@ def per_phase_flags(generic: str, phases: tuple[str, ...] = PHASES) -> list[str]
     """The per-phase flags of the generic budget flag `generic` (`learning_rate` -> `pretrain_learning_rate`,
     `finetune_learning_rate`), which win over it for their phase (`run_spec.phase_value`)."""
     return [f"{phase}_{PER_PHASE_BUDGETS[generic]}" for phase in phases]
+
+
+def layered(layers: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Merge layers of settings, later layers winning, by the one layering rule of every source of settings (flags
+    over a config file over a recipe, a recipe's per-task settings over its common ones, a grid task's `experiment:`
+    over the grid's): a generic budget setting also clears the per-phase ones of the layers below it, so that an
+    explicit `max_steps` is not undone by a lower layer's `pretrain_max_steps`."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        for generic in PER_PHASE_BUDGETS.keys() & layer.keys():
+            for name in per_phase_flags(generic):
+                merged.pop(name, None)
+        merged.update(layer)
+    return merged
+
+
+def unread_budgets(
+    given: set[str], settings: Mapping[str, Any], phases: tuple[str, ...] = PHASES, flag: str = "--"
+) -> dict[str, str]:
+    """The generic budget settings in `given` that no phase reads, with why: `settings` (the layers merged,
+    `layered`) sets the per-phase setting of every phase in `phases`. `flag`: how names are written ("--" for
+    flags; "" in a grid file, which names settings)."""
+    unread = {}
+    for generic in PER_PHASE_BUDGETS.keys() & given:
+        per_phase = per_phase_flags(generic, phases)
+        if all(settings.get(name) is not None for name in per_phase):
+            unread[generic] = f"{' and '.join(flag + name for name in per_phase)} set every phase this run trains"
+    return unread
 PHASE_ARGUMENTS = {"pretrain": PretrainArguments, "finetune": FinetuneArguments}
 """Each phase's `TrainingArguments` subclass, which holds its defaults (the one place they are written)."""
 
@@ -321,6 +350,6 @@ ARGUMENT_GROUPS = (DataArguments, ModelArguments, ExperimentArguments, SharedTra
 """`run_spt.py`'s argument groups, in `--help`'s order: the flags, and the names a settings file may use."""
 
 __all__ = ["DECLARED_KEYS", "SettingsParser", "redacted", "declared", "ARGUMENT_GROUPS", "CUSTOM_DATA_FIELDS",
-           "PRETRAIN_DATA_FIELDS", "LORA_FLAGS", "OUR_TRAINING_FIELDS", "TRANSFORMERS_RANGES", "FINETUNE_METHODS", "PHASES", "PER_PHASE_BUDGETS", "per_phase_flags", "PHASE_ARGUMENTS",
+           "PRETRAIN_DATA_FIELDS", "LORA_FLAGS", "OUR_TRAINING_FIELDS", "TRANSFORMERS_RANGES", "FINETUNE_METHODS", "PHASES", "PER_PHASE_BUDGETS", "per_phase_flags", "layered", "unread_budgets", "PHASE_ARGUMENTS",
            "PRETRAIN_FLAGS", "FINETUNE_FLAGS", "FINETUNE_TRAINER_FLAGS", "BEST_MODEL_METRICS",
            "DataArguments", "ModelArguments", "ExperimentArguments", "SharedTrainingArguments", "json_mapping"]

@@ -11,8 +11,10 @@ example scripts. Three layers give the values, each above the one before:
 
 A generic budget flag (`--learning_rate`, `--num_train_epochs`, `--per_device_train_batch_size`,
 `--max_steps`) given in a layer replaces the per-phase values of the layers below it, so that an
-explicit `--max_steps 100` is not undone by a recipe's `pretrain_max_steps`. A value the user gave
-(flag or file) that the chosen run never reads is an error, never silently dropped.
+explicit `--max_steps 100` is not undone by a recipe's `pretrain_max_steps` (`arguments.layered`, the
+rule recipes and grids follow too). A value the user gave (flag or file) that the chosen run never reads
+is an error, never silently dropped (a generic budget beside the per-phase values of every phase it
+trains: `arguments.unread_budgets`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from ..errors import UserInputError
 from .arguments import (ARGUMENT_GROUPS, SettingsParser, CUSTOM_DATA_FIELDS, FINETUNE_FLAGS, FINETUNE_TRAINER_FLAGS,
                         LORA_FLAGS, PER_PHASE_BUDGETS, PRETRAIN_DATA_FIELDS, PRETRAIN_FLAGS, DataArguments,
-                        ExperimentArguments, ModelArguments, SharedTrainingArguments, per_phase_flags)
+                        ExperimentArguments, ModelArguments, SharedTrainingArguments, layered, unread_budgets)
 from .modes import MODES, uses_lora
 from .settings_files import read_config_file, recipe_settings
 
@@ -52,23 +54,11 @@ def given_flags(parser: SettingsParser, argv: list[str]) -> dict[str, Any]:
     return {name: value for name, value in vars(typed).items() if value is not _NOT_TYPED}
 
 
-def layered(layers: list[dict[str, Any]]) -> dict[str, Any]:
-    """Merge settings, later layers winning; a generic budget setting also clears the lower layers' per-phase ones."""
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        for generic in PER_PHASE_BUDGETS.keys() & layer.keys():
-            for name in per_phase_flags(generic):
-                merged.pop(name, None)
-        merged.update(layer)
-    return merged
-
-
 def check_all_read(
     given: set[str], data: DataArguments, exp: ExperimentArguments, training: SharedTrainingArguments
 ) -> None:
     """Fail on a given setting the chosen run does not read (another phase's, another task's...)."""
     mode = MODES[exp.mode]
-    phases = mode.phases
     unread = {}
     if not mode.pretrains:
         for name in given & {*PRETRAIN_FLAGS, *PRETRAIN_DATA_FIELDS}:
@@ -80,10 +70,7 @@ def check_all_read(
         if "init_from" in given:  # --init_parts: ExperimentArguments refuses it (arms.check_spt_weights_source)
             unread["init_from"] = f"--mode {exp.mode} starts from random weights (or --model_name_or_path)"
     unread.update(unread_lora_settings(given, exp.mode, exp.finetune_method))
-    for generic in PER_PHASE_BUDGETS.keys() & given:
-        if all(getattr(exp, name) is not None for name in per_phase_flags(generic, phases)):
-            per_phase = " and ".join(f"--{name}" for name in per_phase_flags(generic, phases))
-            unread[generic] = f"{per_phase} set every phase this run trains"
+    unread.update(unread_budgets(given, vars(exp), mode.phases))
     if data.task != "custom":
         for name in given & set(CUSTOM_DATA_FIELDS):
             unread[name] = f"only --task custom reads it, not --task {data.task}"
@@ -126,4 +113,4 @@ def parse_arguments(
     return data, model, experiment, training
 
 
-__all__ = ["build_parser", "given_flags", "layered", "check_all_read", "unread_lora_settings", "parse_arguments"]
+__all__ = ["build_parser", "given_flags", "check_all_read", "unread_lora_settings", "parse_arguments"]

@@ -130,7 +130,7 @@ def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
 
     A finished arm's result names the start this run gives it (`init_from`), not the path it recorded: the
     definitions matched, so it is the same start, and in a run folder copied or moved elsewhere the path recorded
-    names the old folder, whose pretraining `results_files.listed_arms` would not count as this run's."""
+    names the old folder."""
     if not checked:
         check_phase_folder(phase.folder, phase.definition)
     if (done := _finished(phase.folder)) is not None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import MissingInputError, UserInputError
 from ..value_checks import fits, type_words
-from .arguments import ARGUMENT_GROUPS, SettingsParser
+from .arguments import ARGUMENT_GROUPS, SettingsParser, layered
 from .recipes import RECIPES, recipe_path, task_key
 
 
@@ -143,7 +143,8 @@ def read_recipe(recipe: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]
 
 
 def recipe_settings(recipe: str, task: str) -> dict[str, Any]:
-    """The settings (argument-dataclass field names) that recipe `recipe` (a name or a file) gives task `task`."""
+    """The settings (argument-dataclass field names) that recipe `recipe` (a name or a file) gives task `task`: its
+    settings for the task over its common ones, layered as flags over a config file are (`arguments.layered`)."""
     common, tasks = read_recipe(recipe)
     if not tasks:
         return common
@@ -152,7 +153,7 @@ def recipe_settings(recipe: str, task: str) -> dict[str, Any]:
         raise UserInputError(
             f"--recipe {recipe} has settings for the tasks {', '.join(tasks)}, not for task {task!r}: use the "
             f"task's own preset (no --recipe) or a recipe for every task ({for_every_task}).")
-    return {**common, **tasks[task_key(task)]}
+    return layered([common, tasks[task_key(task)]])
 
 
 __all__ = ["DuplicateKeyError", "read_settings_file", "check_setting_types", "check_settings", "read_config_file", "read_recipe",

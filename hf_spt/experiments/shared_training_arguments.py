@@ -100,7 +100,8 @@ class SharedTrainingArguments(TrainingArguments):
     pad_to_multiple_of: int | None = _setting(
         None, "Both phases: pad a padded batch's width up to a multiple of this, never past the model's positions "
         "(default: 8 on an accelerator, where aligned shapes keep the fast kernels; none on a CPU, where it would only "
-        "add padding; 64 gives fewer distinct widths). Larger than the model's positions: an error.", range=POSITIVE_INT)
+        "add padding; 64 gives fewer distinct widths). Larger than the model's positions, or given with --padding_free "
+        "(which never pads): an error.", range=POSITIVE_INT)
     logging_nan_inf_filter: bool = _setting(
         False, "Skip NaN/inf losses in the logged training loss (changed default: off, as checking costs a host "
         "sync every step on a GPU; the loss trained on is the same either way).")

@@ -60,12 +60,16 @@ class DeviceDefaults:
     """Mixin of both phases' arguments: the defaults that depend on the device, resolved before transformers
     validates the rest. On an accelerator, data loaders pin memory (`dataloader_pin_memory` None), batches are
     copied without blocking the host (`accelerator_config` None: Accelerate's `non_blocking`) and padded widths are
-    a multiple of `GPU_PAD_MULTIPLE` (`pad_to_multiple_of` None); on a CPU-only machine none of them (PyTorch
+    a multiple of `GPU_PAD_MULTIPLE` (`pad_to_multiple_of` None, without `padding_free`); on a CPU-only machine none of them (PyTorch
     would warn at every evaluation, and wider batches only cost time). `bf16` without an accelerator asks for
-    `use_cpu` (transformers then autocasts on the CPU); `fp16` without one is an error, as it would do nothing.
-    A value given wins."""
+    `use_cpu` (transformers then autocasts on the CPU); `fp16` without one is an error, as it would do nothing, and
+    so is a `pad_to_multiple_of` given with `padding_free` (packed rows are never padded: the value would be
+    recorded in the phase's definition, and the same run without it refused as another). A value given wins."""
 
     def __post_init__(self):
+        if self.padding_free and self.pad_to_multiple_of is not None:
+            raise UserInputError(f"--pad_to_multiple_of {self.pad_to_multiple_of} is not read with --padding_free, "
+                                 "which lays a batch's rows end to end and never pads them: drop one of the two.")
         on_cpu = not accelerator_available(self)
         if self.fp16 and on_cpu:
             raise UserInputError("--fp16 needs a GPU; on this CPU-only machine it would be recorded and do nothing. "
@@ -75,8 +79,8 @@ class DeviceDefaults:
             self.use_cpu = True
         if self.dataloader_pin_memory is None:
             self.dataloader_pin_memory = not on_cpu
-        if self.pad_to_multiple_of is None and not on_cpu:
-            self.pad_to_multiple_of = GPU_PAD_MULTIPLE
+        if self.pad_to_multiple_of is None and not on_cpu and not self.padding_free:
+            self.pad_to_multiple_of = GPU_PAD_MULTIPLE  # packed rows are never padded: nothing to default
         if self.accelerator_config is None and not on_cpu:
             self.accelerator_config = {"non_blocking": True}
         super().__post_init__()

@@ -8,7 +8,10 @@ lists the fields: name, pretrain, init_parts, pretrain_task, pretrain_epochs, fr
 compute_matched, model, start, method), the same arms `run_spt.py`'s modes are made of.
 
 A task may carry its own `experiment:` and `model:` settings (over the grid's) and `max_length`,
-so that one grid holds tasks with different published recipes (`run_scripts/run_lra.py`).
+so that one grid holds tasks with different published recipes (`run_scripts/run_lra.py`). A task's
+`experiment:` lies over the grid's as `run_spt.py`'s flags over its config file (`arguments.layered`: a
+generic budget such as `learning_rate` clears the per-phase ones below it), and a generic budget that no
+phase reads (beside `pretrain_learning_rate` and `finetune_learning_rate`) is refused as the flag is.
 
 The units: one `PretrainJob` (an SPT checkpoint, shared by every arm that needs it) per task, epochs,
 depth and seed, and one `Cell` (a fine-tuning run) per task, arm and seed. `grid_runner.py` runs them.
@@ -24,7 +27,8 @@ from ...errors import UserInputError
 from ...runs.folder import check_plain_name
 from ...tasks import task_preset
 from ...value_checks import fits
-from ..arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
+from ..arguments import (PHASES, DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments, layered,
+                         unread_budgets)
 from ..arms import Arm
 from ..model_config import check_model_settings
 from ..phase_arguments import check_trainer_settings
@@ -99,6 +103,16 @@ def _experiment(values: Any, where: str) -> dict[str, Any]:
     return values
 
 
+def _check_budgets_read(layers: list[dict[str, Any]], where: str) -> None:
+    """Refuse a generic budget setting of `layers` (lowest first) that no phase reads, as `run_spt.py` refuses the
+    flag (`arguments.unread_budgets` over the layers merged by `arguments.layered`): `learning_rate` beside
+    `pretrain_learning_rate` and `finetune_learning_rate`, in its layer or above it."""
+    unread = unread_budgets(set().union(*layers), layered(layers), PHASES, flag="")
+    if unread:
+        raise UserInputError(f"{where}: " + "; ".join(f"{name} is not read ({why})" for name, why in unread.items())
+                             + "; drop it or a per-phase setting.")
+
+
 def _seeds(seeds: Any, where: str) -> list[int]:
     if not fits(seeds, list[int]) or not seeds or any(seed < 0 for seed in seeds) or len(set(seeds)) < len(seeds):
         raise UserInputError(f"{where}: seeds is a list of different whole numbers >= 0, e.g. [0, 1, 2]; got "
@@ -141,6 +155,9 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     for arm in raw["arms"]:
         _checked(ModelArguments, arm.model, f"{source}: arm {arm.name!r} model")
     _experiment(raw.get("experiment") or {}, f"{source}: experiment")
+    _check_budgets_read([raw.get("experiment") or {}], f"{source}: experiment")
+    for key, spec in {**raw["pretrain_tasks"], **raw["tasks"]}.items():
+        _check_budgets_read([raw.get("experiment") or {}, spec.experiment], f"{source}: task {key!r}: experiment")
     _checked(ModelArguments, raw.get("model") or {}, f"{source}: model")
     grid = Grid(**raw)
     for key, spec in {**grid.pretrain_tasks, **grid.tasks}.items():  # every unit's settings, before any unit runs
@@ -221,7 +238,7 @@ def unit_run(grid: Grid, seed: int, task_key: str, num_layers: int | None = None
     and the model settings (`_model_values`: of `arm`'s cells, with its model settings and `num_layers`)."""
     spec = grid.task_spec(task_key)
     own = {f.name for f in fields(ExperimentArguments)}
-    settings = {**grid.experiment, **spec.experiment, "output_dir": grid.output_dir, "seed": seed}
+    settings = {**layered([grid.experiment, spec.experiment]), "output_dir": grid.output_dir, "seed": seed}
     data = DataArguments(task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options,
                          max_length=spec.max_length)
     return resolve_run(data, ModelArguments(**_model_values(grid, task_key, num_layers, arm)),
