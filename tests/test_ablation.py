@@ -193,3 +193,12 @@ def test_reading_a_grid_leaves_the_distributed_state_to_the_grid_runner():
                           cwd=Path(__file__).parent.parent, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin",
                                                                   "PYTHONPATH": str(Path(__file__).parent.parent)})
     assert done.stdout.strip().splitlines()[-1] == "True", done.stderr[-2000:]
+
+
+def test_a_grid_task_without_its_task_name_is_one_line(tmp_path):
+    """A task entry missing `task:` was a TypeError from the dataclass (a traceback), not a line naming the key."""
+    from hf_spt.errors import UserInputError
+
+    raw = tiny_grid(tmp_path, ARMS) | {"tasks": {"markov": {}}}
+    with pytest.raises(UserInputError, match=r"tasks.markov: missing required setting\(s\) \['task'\]"):
+        parse_grid(raw)

@@ -19,7 +19,7 @@ depth and seed, and one `Cell` (a fine-tuning run) per task, arm and seed. `grid
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,10 @@ def _checked(cls, values: Any, where: str, *more_classes: type) -> dict[str, Any
     unknown = sorted(set(values) - known)
     if unknown:
         raise UserInputError(f"{where}: unknown setting(s) {unknown}; valid: {sorted(known)}.")
+    missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+               and f.name not in values]
+    if missing:
+        raise UserInputError(f"{where}: missing required setting(s) {missing}.")
     check_setting_types(values, where, (cls, *more_classes), text_parsed=False)
     return values
 
