@@ -18,7 +18,6 @@ import yaml
 
 from hf_spt.experiments.step_plan import phase_steps
 from hf_spt.experiments.suites.budget_study import STUDIES_DIR, shipped_study_configs, study_names
-from hf_spt.reports.paired_seeds import _central_probability
 from hf_spt.reports.study_evidence import study_evidence
 from hf_spt.tasks.registry import task_preset
 
@@ -114,12 +113,6 @@ def test_the_capped_scratch_seed_had_its_best_inside_its_patience():
             f"{experiment['early_stopping_patience']}") in LRA_DOC
 
 
-def _p_value(difference) -> float:  # noqa: ANN001 - a paired_seeds.PairedDifference
-    """Two-sided p of the paired t test of `difference` (n >= 2, sd > 0)."""
-    t = difference.mean / (difference.sd / math.sqrt(difference.n))
-    return 1 - _central_probability(abs(t), difference.n - 1)
-
-
 def test_resolved_is_nominal_beside_the_reports_count_and_survives_no_correction(rows):
     """The report's paired intervals (`budget_study.md`'s first line) as the docs count them; no interval survives
     a Bonferroni correction over them, the ALiBi ones included; each arm paired with ALiBi is one of three."""
@@ -130,7 +123,7 @@ def test_resolved_is_nominal_beside_the_reports_count_and_survives_no_correction
     printed = len(shown)
     assert (LRA / "budget_study.md").read_text().startswith(
         f"# Budget study\n\nPaired by seed: {printed} paired intervals, {len(excluding)} exclude 0")
-    smallest = min(_p_value(difference) for difference in excluding)
+    smallest = min(difference.p_value for difference in excluding)
     assert smallest > 0.05 / printed
     assert f"as {len(excluding)} of the report's {printed} do ({printed / 20:.1f} would by chance)" in README
     assert (f"prints {printed} paired intervals and {len(excluding)} exclude 0, where about {printed / 20:.1f} would "
