@@ -200,5 +200,5 @@ def test_a_grid_task_without_its_task_name_is_one_line(tmp_path):
     from hf_spt.errors import UserInputError
 
     raw = tiny_grid(tmp_path, ARMS) | {"tasks": {"markov": {}}}
-    with pytest.raises(UserInputError, match=r"tasks.markov: missing required setting\(s\) \['task'\]"):
+    with pytest.raises(UserInputError, match=r"tasks.markov: missing required setting 'task'"):
         parse_grid(raw)

@@ -19,7 +19,7 @@ depth and seed, and one `Cell` (a fine-tuning run) per task, arm and seed. `grid
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -89,12 +89,16 @@ def _checked(cls, values: Any, where: str, *more_classes: type) -> dict[str, Any
     unknown = sorted(set(values) - known)
     if unknown:
         raise UserInputError(f"{where}: unknown setting(s) {unknown}; valid: {sorted(known)}.")
-    missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
-               and f.name not in values]
-    if missing:
-        raise UserInputError(f"{where}: missing required setting(s) {missing}.")
     check_setting_types(values, where, (cls, *more_classes), text_parsed=False)
     return values
+
+
+def _task_spec(values: Any, where: str) -> TaskSpec:
+    """A grid's task entry: known, typed settings, its registered task name given (not a dataclass TypeError)."""
+    _checked(TaskSpec, values, where)
+    if "task" not in values:
+        raise UserInputError(f"{where}: missing required setting 'task' (a registered task name, e.g. task: markov).")
+    return TaskSpec(**values)
 
 
 def _experiment(values: Any, where: str) -> dict[str, Any]:
@@ -149,8 +153,8 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
                              f"true}}]), not {raw['arms']!r}.")
     for arm in raw["arms"]:
         check_plain_name(arm.get("name"), f"{source}: arm name")
-    raw["tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: tasks.{k}")) for k, v in raw["tasks"].items()}
-    raw["pretrain_tasks"] = {k: TaskSpec(**_checked(TaskSpec, v, f"{source}: pretrain_tasks.{k}"))
+    raw["tasks"] = {k: _task_spec(v, f"{source}: tasks.{k}") for k, v in raw["tasks"].items()}
+    raw["pretrain_tasks"] = {k: _task_spec(v, f"{source}: pretrain_tasks.{k}")
                              for k, v in (raw.get("pretrain_tasks") or {}).items()}
     for key, spec in {**raw["pretrain_tasks"], **raw["tasks"]}.items():
         _experiment(spec.experiment, f"{source}: tasks.{key}.experiment")
