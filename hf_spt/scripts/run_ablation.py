@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
-from hf_spt.experiments.suites.grid import load_grid
+from hf_spt.experiments.suites.grid import load_grid, with_portable_numerics
+from hf_spt.experiments.numerics_entry import hold_grid_numerics
 from hf_spt.reports.grid_report import RESULTS_MD_NAME
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
-from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
+from hf_spt.experiments.suite_flags import (comma_names, comma_seeds, portable_numerics_field, set_torch_threads,
+                                           torch_threads_field)
 from hf_spt.value_checks import check_declared
 
 DEFAULT_GRID_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ablation_default.yaml")
@@ -43,6 +45,7 @@ class AblationArguments:
                                                               "grid lacks joins it); the results list every finished "
                                                               "cell."})
     torch_threads: int | None = torch_threads_field()
+    portable_numerics: bool = portable_numerics_field()
 
     def __post_init__(self):
         check_declared(self)
@@ -52,8 +55,9 @@ class AblationArguments:
 
 def run(args: AblationArguments) -> None:
     """The grid of `args.grid_file` (the arms and seeds asked for) trained or resumed, its results table printed."""
+    grid = with_portable_numerics(load_grid(args.grid_file), args.portable_numerics)
+    hold_grid_numerics(grid.experiment)  # before any torch operation: may start the command again, pinned
     set_torch_threads(args.torch_threads)
-    grid = load_grid(args.grid_file)
     if args.output_dir is not None:
         grid.output_dir = args.output_dir
     arms, seeds = args.arm_names, args.seed_list
