@@ -24,10 +24,12 @@ import torch
 from hf_spt import numerics
 from hf_spt.errors import UserInputError
 from hf_spt.experiments import numerics_entry
-from hf_spt.experiments.suites.grid import parse_grid
+from hf_spt.experiments.suites.budget_study import study_grid
+from hf_spt.experiments.suites.grid import parse_grid, unit_run, with_portable_numerics
 from hf_spt.reports.budget_report import combined_reports, write_study_report
 from hf_spt.runs.phase_definition import PhaseDefinitionMismatch
 from hf_spt.scripts import run_spt
+from hf_spt.scripts.run_budget_study import BudgetStudyArguments
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).with_name("fixtures") / "portable_golden.json"
@@ -183,6 +185,25 @@ def test_pinning_after_torch_chose_its_kernels_is_refused(monkeypatch):
     torch.ones(3).sum()  # an operation: torch has chosen its kernels
     with pytest.raises(UserInputError, match="after torch chose its kernels"):
         numerics.portable_numerics()
+
+
+def test_config_grid_and_study_files_ask_for_portable_numerics(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text("portable_numerics: true\n")
+    assert run_spt.parse_arguments(["--config_file", str(config)])[2].portable_numerics
+    grid = {"tasks": {"m": {"task": "markov"}}, "arms": [{"name": "scratch"}], "seeds": [0]}
+    asked = with_portable_numerics(parse_grid(grid), True)  # a suite's --portable_numerics
+    from_file = parse_grid({**grid, "experiment": {"portable_numerics": True}})
+    for portable in (asked, from_file):
+        assert unit_run(portable, 0, "m").finetune.portable_numerics
+    assert not unit_run(parse_grid(grid), 0, "m").finetune.portable_numerics
+    study = study_grid("digits_data_size")  # the shipped studies make new rows portable
+    assert study.experiment["portable_numerics"] is True
+
+
+def test_a_study_combine_does_not_take_portable_numerics():
+    with pytest.raises(UserInputError, match="--combine trains nothing"):
+        BudgetStudyArguments(combine="a,b", portable_numerics=True)
 
 
 def test_a_grid_task_cannot_set_its_own_numerics():

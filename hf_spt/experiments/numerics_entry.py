@@ -20,6 +20,8 @@ import os
 import sys
 from typing import Any
 
+from accelerate.utils import parse_flag_from_env
+
 from ..errors import UserInputError
 from ..numerics import hold_portable_numerics, is_pinned, portable_environment
 from .exit_status import runs_command_line
@@ -36,17 +38,24 @@ def accelerator_present() -> str | None:
     return None
 
 
-def hold_numerics(portable: bool, use_cpu: bool) -> None:
-    """Before a command plans anything: with `portable`, its process pinned to portable numerics (re-executed with
-    the environment set when it runs its own command line, else pinned in-process), or a one-line refusal where
-    they cannot hold: an accelerator run (`use_cpu`: the run asks for the CPU although one is present), a CPU
-    without AVX2. Without `portable`, nothing."""
-    if not portable:
-        return
+def refuse_accelerator(use_cpu: bool) -> None:
+    """Refuse portable numerics for a run that would train on an accelerator: one present, and neither `use_cpu` nor
+    `ACCELERATE_USE_CPU=1` asks for the CPU."""
+    use_cpu = use_cpu or parse_flag_from_env("ACCELERATE_USE_CPU")
     accelerator = None if use_cpu else accelerator_present()
     if accelerator is not None:
         raise UserInputError(f"--portable_numerics pins CPU kernels, and this run would train on {accelerator}: drop "
                              "it, or train on the CPU (--use_cpu, or ACCELERATE_USE_CPU=1 for a suite).")
+
+
+def hold_numerics(portable: bool, use_cpu: bool) -> None:
+    """Before a command plans anything: with `portable`, its process pinned to portable numerics (re-executed with
+    the environment set when it runs its own command line, else pinned in-process), or a one-line refusal where
+    they cannot hold: an accelerator run (`use_cpu`, or `ACCELERATE_USE_CPU=1`: the run asks for the CPU although
+    one is present), a CPU without AVX2. Without `portable`, nothing."""
+    if not portable:
+        return
+    refuse_accelerator(use_cpu)
     if not is_pinned() and runs_command_line():
         sys.stdout.flush()
         sys.stderr.flush()
@@ -55,10 +64,9 @@ def hold_numerics(portable: bool, use_cpu: bool) -> None:
 
 
 def hold_grid_numerics(experiment: dict[str, Any]) -> None:
-    """`hold_numerics` for a suite whose grid's shared settings are `experiment` (its `portable_numerics`; the CPU
-    asked for by `ACCELERATE_USE_CPU=1` or its `use_cpu`)."""
-    use_cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes") or experiment.get("use_cpu")
-    hold_numerics(bool(experiment.get("portable_numerics")), bool(use_cpu))
+    """`hold_numerics` for a suite whose grid's shared settings are `experiment` (its `portable_numerics` and
+    `use_cpu`)."""
+    hold_numerics(bool(experiment.get("portable_numerics")), bool(experiment.get("use_cpu")))
 
 
-__all__ = ["accelerator_present", "hold_numerics", "hold_grid_numerics"]
+__all__ = ["accelerator_present", "refuse_accelerator", "hold_numerics", "hold_grid_numerics"]

@@ -45,6 +45,7 @@ from ..training.phase_card import phase_card_data
 from ..training.pretrain_trainer import PretrainTrainer
 from .arms import Arm, check_spt_weights_source
 from .model_config import build_config, fit_to_checkpoint
+from .numerics_entry import refuse_accelerator
 from .phase_arguments import finetune_arguments, masking_rate, pretrain_arguments
 from .run_spec import ModelSpec, PhaseSpec
 
@@ -145,6 +146,7 @@ def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
     if (done := _finished(phase.folder)) is not None:
         return done if phase.arm is None else {**done, "init_from": str(phase.init_from) if phase.init_from else None}
     if phase.spec.portable_numerics:  # a library run, or a unit's process: pinned here if its command did not
+        refuse_accelerator(phase.args.use_cpu)
         hold_portable_numerics()
     return (_run_pretrain if phase.arm is None else _run_finetune)(phase)
 

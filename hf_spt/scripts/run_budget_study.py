@@ -96,6 +96,8 @@ class BudgetStudyArguments:
         for flag, named in (("--replace_configs", self.replaced_configs), ("--add_seeds", self.added_configs)):
             if named and not self.combine:
                 raise UserInputError(f"{flag} chooses between the folders of --combine: give --combine too.")
+        if self.portable_numerics and self.combine:
+            raise UserInputError("--portable_numerics sets how a study trains, and --combine trains nothing: drop one.")
         if self.mix_numerics and not self.added_configs:
             raise UserInputError("--mix_numerics lets --add_seeds join seeds made with other CPU numerics: give "
                                  "--add_seeds too.")
