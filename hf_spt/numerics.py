@@ -1,13 +1,15 @@
 """Portable CPU numerics: a run's CPU kernels pinned to one level (AVX2), so that its numbers reproduce on any x86 CPU.
 
 torch picks its vectorised kernels by the CPU's capability (AVX2, AVX-512...), MKL its GEMM code path, oneDNN its
-instruction set; each rounds differently, and training amplifies the difference (`digits_data_size` seed 1 at 300 pictures tested
-SPT at 35.0% on one CPU kind and 52.75% on another, at the same seed, code and thread count). Each reads a setting from the environment when it
-initialises, and not after: ATen `ATEN_CPU_CAPABILITY` (at its first kernel dispatch), MKL `MKL_CBWR` (Conditional
-Numerical Reproducibility, at its first call), oneDNN `ONEDNN_MAX_CPU_ISA` (at its first primitive). Pinned to AVX2,
-a run gives the same bits on every x86 CPU with AVX2 (Intel and AMD since about 2013) at the same thread count and
-library versions. `MKL_CBWR=AVX2` without `,STRICT`: on this project's machines CNR's AVX2 branch gave the same GEMM
-bits at one and two threads and on misaligned inputs, so STRICT (which costs speed) buys nothing the run needs.
+instruction set; each rounds differently, and training amplifies the difference (`digits_data_size` seed 1 at 300
+pictures tested SPT at 35.0% on one CPU kind and 52.75% on another, at the same seed, code and thread count). Each
+reads a setting from the environment when it initialises, and not after: ATen `ATEN_CPU_CAPABILITY` (at its first
+kernel dispatch), MKL `MKL_CBWR` (Conditional Numerical Reproducibility, at its first call), oneDNN
+`ONEDNN_MAX_CPU_ISA` (at its first primitive). Pinned to AVX2, a run gives the same bits on every x86 CPU with AVX2
+(Intel and AMD since about 2013) at the same thread count and library versions. `MKL_CBWR=AVX2` without
+`,STRICT`: on the machine this was built on (an AMD EPYC with AVX-512) CNR's AVX2 branch gave the same GEMM bits at
+one and two threads and on misaligned inputs, so STRICT (which costs speed) bought nothing there; the thread count
+is recorded with every row and a re-run uses the row's.
 
 Two ways in, both before torch runs its first operation:
 
@@ -43,8 +45,8 @@ OVERRIDDEN_ENV = "HF_SPT_NUMERICS_OVERRIDDEN"
 PORTABLE_LABEL = f"portable {PORTABLE_LEVEL}"
 """How a record, a phase definition and a report name portable numerics; anything else is "native"."""
 NATIVE_LABEL = "native"
-PORTABLE_NUMERICS_HELP = (f"Pin the run's CPU numerics to {PORTABLE_LEVEL} (torch's kernels, MKL's CNR branch, oneDNN's ISA, "
-                          "deterministic algorithms), so its numbers reproduce on any x86 CPU with AVX2; refused on an "
+PORTABLE_NUMERICS_HELP = (f"Pin the run's CPU numerics to {PORTABLE_LEVEL} (torch's kernels, MKL's CNR branch, "
+                          "oneDNN's ISA, deterministic algorithms), so its numbers reproduce on any x86 CPU with AVX2; refused on an "
                           "accelerator. Recorded in every phase.json and row (docs/lra.md).")
 """The help of every command's `--portable_numerics`."""
 
@@ -111,5 +113,5 @@ def hold_portable_numerics() -> None:
 
 
 __all__ = ["PORTABLE_LEVEL", "PORTABLE_ENVIRONMENT", "PORTABLE_MARKER", "OVERRIDDEN_ENV", "PORTABLE_LABEL",
-           "NATIVE_LABEL", "PORTABLE_NUMERICS_HELP", "portable_environment", "is_pinned", "overridden_values", "check_portable_numerics",
-           "portable_numerics", "hold_portable_numerics"]
+           "NATIVE_LABEL", "PORTABLE_NUMERICS_HELP", "portable_environment", "is_pinned", "overridden_values",
+           "check_portable_numerics", "portable_numerics", "hold_portable_numerics"]

@@ -207,8 +207,8 @@ def test_a_study_combine_does_not_take_portable_numerics():
 
 
 def test_a_grid_task_cannot_set_its_own_numerics():
-    grid = {"tasks": {"m": {"task": "markov", "experiment": {"portable_numerics": True}}}, "arms": [{"name": "scratch"}],
-            "seeds": [0]}
+    grid = {"tasks": {"m": {"task": "markov", "experiment": {"portable_numerics": True}}},
+            "arms": [{"name": "scratch"}], "seeds": [0]}
     with pytest.raises(UserInputError, match="portable_numerics holds for the whole grid"):
         parse_grid(grid)
 

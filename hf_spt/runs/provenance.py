@@ -101,5 +101,5 @@ def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
     return {key: result[key] for key in PROVENANCE_KEYS if key in result}
 
 
-__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "package_commit", "cpu_description", "numerics_record", "numerics_label",
-           "run_provenance", "recorded_provenance"]
+__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "package_commit", "cpu_description", "numerics_record",
+           "numerics_label", "run_provenance", "recorded_provenance"]
