@@ -65,7 +65,7 @@ def child(spec: dict) -> None:
 def measure(preset: BenchPreset, portable: bool, args: argparse.Namespace) -> dict:
     """`child` in a fresh process with native or portable numerics."""
     unpinned = {k: v for k, v in os.environ.items()
-                if k not in (*numerics.PORTABLE_ENVIRONMENT, numerics.PORTABLE_MARKER, numerics.OVERRIDDEN_ENV)}
+                if k not in (*numerics.PORTABLE_ENVIRONMENT, numerics.OVERRIDDEN_ENV)}
     env = {**(numerics.portable_environment(unpinned) if portable else unpinned), "OMP_NUM_THREADS": str(args.threads)}
     spec = {"preset": asdict(preset), "portable": portable, "threads": args.threads, "steps": args.steps,
             "warmup": args.warmup}

@@ -38,8 +38,6 @@ PORTABLE_LEVEL = "AVX2"
 """The kernel level portable numerics pins (torch's `get_cpu_capability()` name)."""
 PORTABLE_ENVIRONMENT = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 """The variables that pin ATen, MKL and oneDNN to the portable level, read when each initialises."""
-PORTABLE_MARKER = "HF_SPT_PORTABLE_NUMERICS"
-"""Set to "1" in a process (and the processes it starts) whose numerics are pinned by hf_spt."""
 OVERRIDDEN_ENV = "HF_SPT_NUMERICS_OVERRIDDEN"
 """JSON {variable: the user's value} of the variables the pinning replaced."""
 PORTABLE_LABEL = f"portable {PORTABLE_LEVEL}"
@@ -52,21 +50,21 @@ PORTABLE_NUMERICS_HELP = (f"Pin the run's CPU numerics to {PORTABLE_LEVEL} (torc
 
 
 def portable_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """`environ` with the portable variables set, the marker, and the user's replaced values recorded (kept from an
-    earlier pinning, so a re-executed or child process still names what the user had set)."""
+    """`environ` with the portable variables set and the user's other values of them recorded (kept from an earlier
+    pinning, so a re-executed or child process still names what the user had set)."""
     overridden = json.loads(environ.get(OVERRIDDEN_ENV) or "{}")
     overridden.update({name: environ[name] for name, value in PORTABLE_ENVIRONMENT.items()
-                       if name in environ and environ[name] != value and PORTABLE_MARKER not in environ})
-    pinned = {**environ, **PORTABLE_ENVIRONMENT, PORTABLE_MARKER: "1"}
+                       if name in environ and environ[name] != value})
+    pinned = {**environ, **PORTABLE_ENVIRONMENT}
     if overridden:
         pinned[OVERRIDDEN_ENV] = json.dumps(overridden, sort_keys=True)
     return pinned
 
 
 def is_pinned(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether `environ` (default: this process's) holds the portable variables, set by hf_spt."""
+    """Whether `environ` (default: this process's) holds the portable variables (set by hf_spt or by the user)."""
     environ = os.environ if environ is None else environ
-    return environ.get(PORTABLE_MARKER) == "1" and all(environ.get(k) == v for k, v in PORTABLE_ENVIRONMENT.items())
+    return all(environ.get(name) == value for name, value in PORTABLE_ENVIRONMENT.items())
 
 
 def overridden_values() -> dict[str, str]:
@@ -112,6 +110,6 @@ def hold_portable_numerics() -> None:
         portable_numerics()
 
 
-__all__ = ["PORTABLE_LEVEL", "PORTABLE_ENVIRONMENT", "PORTABLE_MARKER", "OVERRIDDEN_ENV", "PORTABLE_LABEL",
+__all__ = ["PORTABLE_LEVEL", "PORTABLE_ENVIRONMENT", "OVERRIDDEN_ENV", "PORTABLE_LABEL",
            "NATIVE_LABEL", "PORTABLE_NUMERICS_HELP", "portable_environment", "is_pinned", "overridden_values",
            "check_portable_numerics", "portable_numerics", "hold_portable_numerics"]

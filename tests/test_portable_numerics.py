@@ -58,8 +58,7 @@ def weights_digest(folder: Path) -> str:
 def train(folder: Path, kind: str, portable: bool, ranks: int = 1) -> dict:
     """A tiny scratch run of run_spt.py in a fresh process (`ranks` gloo ranks) under the environment of CPU `kind`:
     its weight digest, metrics and numerics record."""
-    env = {**{k: v for k, v in os.environ.items() if k not in (numerics.PORTABLE_MARKER, numerics.OVERRIDDEN_ENV,
-                                                                  *numerics.PORTABLE_ENVIRONMENT)},
+    env = {**{k: v for k, v in os.environ.items() if k not in (numerics.OVERRIDDEN_ENV, *numerics.PORTABLE_ENVIRONMENT)},
            **KINDS[kind], "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     launcher = [] if ranks == 1 else ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(ranks),
                                       "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
@@ -132,7 +131,7 @@ def test_the_library_call_pins_a_process_before_its_first_operation(tmp_path):
     script = ("import hf_spt, torch, json; hf_spt.portable_numerics(); from hf_spt.runs.provenance import "
               "numerics_record; print(json.dumps(numerics_record()))")
     env = {**os.environ, "ATEN_CPU_CAPABILITY": "default", "PYTHONPATH": str(ROOT)}
-    env.pop(numerics.PORTABLE_MARKER, None)
+    env.pop(numerics.OVERRIDDEN_ENV, None)
     completed = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     if NATIVE not in ("AVX2", "AVX512"):
         assert completed.returncode != 0 and "lacks AVX2" in completed.stderr
@@ -180,7 +179,7 @@ def test_a_cpu_without_avx2_is_refused(monkeypatch):
 
 @pytest.mark.skipif(NATIVE == "AVX2", reason="torch already runs AVX2 kernels here: pinning late changes nothing")
 def test_pinning_after_torch_chose_its_kernels_is_refused(monkeypatch):
-    for name in (*numerics.PORTABLE_ENVIRONMENT, numerics.PORTABLE_MARKER, numerics.OVERRIDDEN_ENV):
+    for name in (*numerics.PORTABLE_ENVIRONMENT, numerics.OVERRIDDEN_ENV):
         monkeypatch.delenv(name, raising=False)  # restored after the test, with what the call sets
     torch.ones(3).sum()  # an operation: torch has chosen its kernels
     with pytest.raises(UserInputError, match="after torch chose its kernels"):

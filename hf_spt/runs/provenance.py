@@ -68,8 +68,8 @@ def cpu_description() -> dict[str, str]:
 
 
 def numerics_record() -> dict[str, Any]:
-    """This process's CPU numerics: {"label": "portable AVX2" (pinned by `hf_spt.numerics` and torch at that level)
-    or "native", "capability": the level torch dispatches to, "deterministic": torch's deterministic algorithms on,
+    """This process's CPU numerics: {"label": "portable AVX2" (the variables of `numerics.PORTABLE_ENVIRONMENT` set,
+    by hf_spt or the user, and torch at that level) or "native", "capability": the level torch dispatches to, "deterministic": torch's deterministic algorithms on,
     "environment": the pinning variables set (`numerics.PORTABLE_ENVIRONMENT`, whoever set them), and "overridden":
     {variable: the user's value} where the pinning replaced one}."""
     capability = torch.backends.cpu.get_cpu_capability()
