@@ -11,6 +11,9 @@ The public API is importable from here. Importing the package registers `model_t
 transformers' Auto classes, so `AutoModelForMaskedLM.from_pretrained(folder)` loads the
 checkpoints hf_spt writes; it also registers `BackboneForSequenceClassification` (hf_spt's
 pooling head on any transformers backbone).
+
+`portable_numerics()`, called right after `import hf_spt` and before any torch operation, pins this process's CPU
+numerics to one level (AVX2) so that its numbers reproduce on any x86 CPU (`hf_spt.numerics`).
 """
 
 from .models import (
@@ -24,6 +27,7 @@ from .models import (
     build_byte_tokenizer,
     build_word_tokenizer,
 )
+from .numerics import portable_numerics
 from .tasks import Task, TaskPreset, list_tasks, load_task
 from .training import (
     DataCollatorForClassification,
@@ -66,4 +70,5 @@ __all__ = [
     "TaskPreset",
     "load_task",
     "list_tasks",
+    "portable_numerics",
 ]

@@ -1,6 +1,6 @@
 """The package's layers hold: no module imports a module of a higher layer.
 
-errors, value checks and atomic files (0) -> models (1) -> training (2) -> tasks and analysis (3) -> runs and
+errors, value checks, atomic files and numerics (0) -> models (1) -> training (2) -> tasks and analysis (3) -> runs and
 reports (4: `reports` draws tables and figures from results passed in, and reads finished records as `runs` defines
 them) -> experiments (5), and inside experiments its `suites` above the rest -> the commands (6: `scripts`, and `cli`,
 which runs them, with `__main__`, which runs `cli`). A module may import its own layer and the layers below; `hf_spt/__init__.py` (the public API) may import
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hf_spt"
-LAYERS = {"errors": 0, "value_checks": 0, "atomic_files": 0, "models": 1, "training": 2, "tasks": 3, "analysis": 3,
-          "runs": 4, "reports": 4, "experiments": 5, "scripts": 6, "cli": 6, "__main__": 6}
+LAYERS = {"errors": 0, "value_checks": 0, "atomic_files": 0, "numerics": 0, "models": 1, "training": 2, "tasks": 3,
+          "analysis": 3, "runs": 4, "reports": 4, "experiments": 5, "scripts": 6, "cli": 6, "__main__": 6}
 SUITES = "hf_spt.experiments.suites"
 MAX_LINES = 400
 

@@ -211,7 +211,8 @@ def test_phase_settings_partition_the_experiment_arguments():
     names = [spec.name for spec in fields(ExperimentArguments)]
     assert not set(PRETRAIN_FLAGS) & set(FINETUNE_FLAGS)
     assert set(PRETRAIN_FLAGS) | set(FINETUNE_FLAGS) == set(names) - {"mode", "recipe", "log_proximity",
-                                                                            "proximity_every_n_steps"}
+                                                                            "proximity_every_n_steps",
+                                                                            "portable_numerics"}
 
 
 def test_given_flags_are_what_was_typed():

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UserInputError
+from ..numerics import PORTABLE_NUMERICS_HELP
 from ..training.arguments import FinetuneArguments, PretrainArguments
 from ..training.losses import TOKEN_WEIGHTING
 from ..training.model_factory import PRETRAIN_OBJECTIVES
@@ -314,6 +315,7 @@ class ExperimentArguments:
         default=None, metadata={"needs": "log_proximity", "range": POSITIVE_INT,
                                 "help": "With --log_proximity: log every N steps instead of at each evaluation."}
     )
+    portable_numerics: bool = field(default=False, metadata={"help": PORTABLE_NUMERICS_HELP})
 
     def __post_init__(self):
         check_declared(self)

@@ -20,6 +20,7 @@ DEBUG_FLAG = "--debug"
 DEBUG_ENV = "HF_SPT_DEBUG"
 USER_ERROR_STATUS = 2
 UNUSED_ARGUMENTS = "Some specified arguments are not used by the HfArgumentParser"  # its unknown-flag error
+_command_line: list[bool] = [False]  # whether the call `run_cli` is running has the process's command line
 
 
 def debugging(argv: list[str]) -> bool:
@@ -28,9 +29,12 @@ def debugging(argv: list[str]) -> bool:
 
 
 def run_cli(main: Callable[[list[str]], Any], argv: list[str] | None = None) -> Any:
-    """Call `main(argv)` (default: the command line, `--debug` removed); exit 2 with one line on a user error."""
+    """Call `main(argv)` (default: the command line, `--debug` removed); exit 2 with one line on a user error.
+    While `main` runs, `runs_command_line()` says whether `argv` is the process's own command line (`sys.argv[1:]`,
+    as `hf-spt` and `python -m` leave it), so that re-executing the process repeats this call."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = debugging(argv)
+    _command_line[0] = argv == sys.argv[1:]
     try:
         return main([arg for arg in argv if arg != DEBUG_FLAG])
     except (UserInputError, ValueError) as error:
@@ -38,6 +42,8 @@ def run_cli(main: Callable[[list[str]], Any], argv: list[str] | None = None) -> 
             raise
         print(f"error: {user_words(error)}", file=sys.stderr)
         raise SystemExit(USER_ERROR_STATUS) from None
+    finally:
+        _command_line[0] = False
 
 
 def user_words(error: ValueError) -> str:
@@ -49,4 +55,9 @@ def user_words(error: ValueError) -> str:
     return message
 
 
-__all__ = ["DEBUG_FLAG", "DEBUG_ENV", "USER_ERROR_STATUS", "debugging", "run_cli", "user_words"]
+def runs_command_line() -> bool:
+    """Whether the command `run_cli` is running was given the process's own command line (see `run_cli`)."""
+    return _command_line[0]
+
+
+__all__ = ["DEBUG_FLAG", "DEBUG_ENV", "USER_ERROR_STATUS", "debugging", "run_cli", "runs_command_line", "user_words"]

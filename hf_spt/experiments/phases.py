@@ -27,6 +27,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from ..analysis.callback import ProximityCallback
 from ..atomic_files import write_json
 from ..errors import UserInputError
+from ..numerics import PORTABLE_LABEL, hold_portable_numerics, is_pinned
 from ..runs.folder import PHASE_RESULT_NAME, read_json
 from ..runs.phase_definition import (check_phase_folder, finetune_definition, holds_nothing, pretrain_definition,
                                      record_definition)
@@ -44,6 +45,7 @@ from ..training.phase_card import phase_card_data
 from ..training.pretrain_trainer import PretrainTrainer
 from .arms import Arm, check_spt_weights_source
 from .model_config import build_config, fit_to_checkpoint
+from .numerics_entry import refuse_accelerator
 from .phase_arguments import finetune_arguments, masking_rate, pretrain_arguments
 from .run_spec import ModelSpec, PhaseSpec
 
@@ -80,7 +82,8 @@ def pretrain_phase(task: Task, config: PreTrainedConfig, spec: PhaseSpec, folder
     """The SPT phase: MLM (or next-token prediction) on `task`'s training inputs, from random init or `init_from`."""
     args = pretrain_arguments(task, spec, folder)
     return PlannedPhase(folder, task, config, args,
-                        pretrain_definition(task, config, spec.objective, args, init_from), spec, init_from)
+                        pretrain_definition(task, config, spec.objective, args, init_from, phase_numerics(spec)), spec,
+                        init_from)
 
 
 def finetune_phase(
@@ -100,7 +103,8 @@ def finetune_phase(
     method = method or spec.finetune_method
     args = finetune_arguments(task, spec, folder, config.num_labels, epochs)
     definition = finetune_definition(task, config, arm, args, init_from, init_parts, freeze_parts,
-                                     source_definition=source_definition, settings=finetune_settings(spec, method))
+                                     source_definition=source_definition, settings=finetune_settings(spec, method),
+                                     numerics=phase_numerics(spec))
     return PlannedPhase(folder, task, config, args, definition, spec, init_from, arm, init_parts, freeze_parts, method)
 
 
@@ -124,6 +128,12 @@ def arm_phase(arm: Arm, task: Task, config: PreTrainedConfig, model: ModelSpec, 
                           epochs, arm.method, source_definition)
 
 
+def phase_numerics(spec: PhaseSpec) -> str | None:
+    """The CPU numerics a phase is defined with: "portable AVX2" when its settings ask for them or this process is
+    pinned to them already (`hf_spt.numerics`; e.g. by `hf_spt.portable_numerics()`), else None (native)."""
+    return PORTABLE_LABEL if spec.portable_numerics or is_pinned() else None
+
+
 def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
     """Train `phase`, or return its result when it is finished; `checked`: its folder was checked already (else
     a folder holding a phase defined otherwise raises `PhaseDefinitionMismatch` here).
@@ -135,6 +145,9 @@ def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
         check_phase_folder(phase.folder, phase.definition)
     if (done := _finished(phase.folder)) is not None:
         return done if phase.arm is None else {**done, "init_from": str(phase.init_from) if phase.init_from else None}
+    if phase.spec.portable_numerics:  # a library run, or a unit's process: pinned here if its command did not
+        refuse_accelerator(phase.args.use_cpu)
+        hold_portable_numerics()
     return (_run_pretrain if phase.arm is None else _run_finetune)(phase)
 
 
@@ -257,4 +270,4 @@ def _finish(trainer, folder: Path, result: dict[str, Any], card: SptModelCardDat
 
 
 __all__ = ["LOG_HISTORY_NAME", "PlannedPhase", "pretrain_phase", "finetune_phase", "arm_phase", "finetune_settings",
-           "run_phase"]
+           "phase_numerics", "run_phase"]

@@ -97,6 +97,7 @@ class PhaseSpec:
     lora: dict[str, Any]  # r, alpha, dropout and target modules, read by LoRA arms only
     log_proximity: bool
     proximity_every_n_steps: int | None
+    portable_numerics: bool = False  # the CPU numerics pinned (`hf_spt.numerics`): part of the phase's definition
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def resolve_run(data_args: DataArguments, model_args: ModelArguments, exp: Exper
             random_replace_prob=exp.random_replace_prob, token_weighting=exp.token_weighting,
             class_weighting=exp.class_weighting, early_stopping_patience=exp.early_stopping_patience,
             finetune_method=exp.finetune_method, lora=lora, log_proximity=exp.log_proximity,
-            proximity_every_n_steps=exp.proximity_every_n_steps)
+            proximity_every_n_steps=exp.proximity_every_n_steps, portable_numerics=exp.portable_numerics)
     return RunSpec(
         mode=exp.mode, seed=training.seed, output_dir=Path(training.output_dir),
         task=task, pretrain_task=source, model=model, pretrain=phases["pretrain"], finetune=phases["finetune"],

@@ -15,6 +15,7 @@ from dataclasses import field
 from typing import Any
 
 from ..errors import UserInputError
+from ..numerics import PORTABLE_NUMERICS_HELP
 from ..value_checks import POSITIVE_INT
 from .declarations import json_mapping
 
@@ -46,6 +47,12 @@ def torch_threads_field() -> Any:
     return field(default=None, metadata={"range": POSITIVE_INT, "help": TORCH_THREADS_HELP})
 
 
+def portable_numerics_field() -> Any:
+    """The `--portable_numerics` flag of a suite script's dataclass (the grid's `experiment: {portable_numerics:
+    true}` asks the same)."""
+    return field(default=False, metadata={"help": PORTABLE_NUMERICS_HELP})
+
+
 def set_torch_threads(threads: int | None) -> None:
     """Use `threads` torch CPU threads in this process and in the child processes a multi-rank grid starts (None:
     torch's default)."""
@@ -66,5 +73,5 @@ def positive_numbers(text: str | None, flag: str) -> dict[str, float]:
     return {key: float(value) for key, value in mapping.items()}
 
 
-__all__ = ["TORCH_THREADS_HELP", "comma_seeds", "comma_names", "torch_threads_field", "set_torch_threads",
+__all__ = ["TORCH_THREADS_HELP", "comma_seeds", "comma_names", "torch_threads_field", "portable_numerics_field", "set_torch_threads",
            "positive_numbers"]

@@ -30,7 +30,7 @@ from ..runs.provenance import PROVENANCE_KEYS
 from .arm_labels import arm_colour, arm_words, config_words
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_table
 from .preregistration import EXPLORATORY_NOTE, Preregistration, preregistered_lines
-from .report_sources import join_by_config
+from .report_sources import join_by_config, numerics_mixes, numerics_notes, numerics_text
 from .seed_tables import mean_std_cell, one_decimal
 
 STUDY_JSON_NAME = "budget_study.json"
@@ -337,20 +337,20 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
     configs = {row["config"] for row in rows}
     declared = [line for registration in preregistrations if registration.primary.config in configs
                 for line in preregistered_lines(registration, rows)]
-    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + study_markdown(summary, checkpoints, evidence,
-                                                                                  declared))
+    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + numerics_notes(rows, "config", "configuration")
+               + study_markdown(summary, checkpoints, evidence, declared))
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME, titles)
     if paired_panels(evidence):  # the README's configurations, or a study of several configurations
         plot_paired(evidence, output_dir / PAIRED_PLOT_NAME, titles)
 
 
-def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), added: Collection[str] = ()
-                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), added: Collection[str] = (),
+                     mix_numerics: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rows and checkpoint probes of several finished studies' reports, for one report over all their
     configurations; a configuration's rows and probes come from one folder (`report_sources.join_by_config`; a
     configuration in `replaced` from the last folder that holds it, one in `added` from every folder, as other
-    seeds of one study)."""
+    seeds of one study, refused where its seeds were made with other CPU numerics unless `mix_numerics`)."""
     sources = []
     for folder in map(Path, folders):
         study = read_json(folder / STUDY_JSON_NAME)
@@ -367,7 +367,15 @@ def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), 
                                  f"{', '.join(sorted(held))}).")
     joined = join_by_config(sources, lambda entry: entry[1]["config"], lambda entry: entry[1]["seed"],
                             _report_settings, replaced, added)
-    return [row for kind, row in joined if kind == "row"], [probe for kind, probe in joined if kind == "probe"]
+    rows = [row for kind, row in joined if kind == "row"]
+    mixed = {config: labels for config, labels in numerics_mixes(rows, "config").items() if config in added}
+    if mixed and not mix_numerics:
+        raise UserInputError("; ".join(f"--add_seeds {config}: its seeds were made with other CPU numerics, "
+                                       f"{numerics_text(labels)}" for config, labels in mixed.items())
+                             + ": run the added seeds with the same numerics (--portable_numerics, or without), or "
+                             "give --mix_numerics to join them anyway (the report then says the configuration mixes "
+                             "them).")
+    return rows, [probe for kind, probe in joined if kind == "probe"]
 
 
 # What a row or probe measured (or which seed it is, or which code ran it): the rest is what its study set, the

@@ -1,6 +1,6 @@
 """Tables and plot of an ablation grid: `results.csv` (one row per cell), `results.md`, `results.png`.
 
-`results.md` gives, per task and arm, the test accuracy's mean and standard deviation over
+`results.md` first names each task whose rows mix CPU numerics (portable and native), then gives, per task and arm, the test accuracy's mean and standard deviation over
 seeds and, when the grid has arms named `scratch` and `spt`, the share of SPT's gain over
 scratch that the arm recovers: (arm - scratch) / (spt - scratch), from the seed means; then every arm minus
 scratch, and SPT minus compute-matched scratch, paired by seed (`paired_seeds`: per-seed differences, their
@@ -17,6 +17,7 @@ from typing import Any
 
 from ..analysis.plotting import saved_figure
 from ..atomic_files import write_text
+from .report_sources import numerics_notes
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, interval_count, paired_difference, paired_table
 from .seed_tables import mean_std_cell, seed_scores, summarize
 
@@ -97,7 +98,8 @@ def write_report(rows: list[dict[str, Any]], output_dir: Path) -> None:
         write_text(output_dir / RESULTS_CSV_NAME, table.getvalue())
     summary = summarize(rows)
     paired = paired_markdown(rows)
-    write_text(output_dir / RESULTS_MD_NAME, markdown_table(summary) + (f"\n{STD_NOTE}.\n\n{paired}" if summary else ""))
+    write_text(output_dir / RESULTS_MD_NAME, numerics_notes(rows, "task", "task") + markdown_table(summary)
+               + (f"\n{STD_NOTE}.\n\n{paired}" if summary else ""))
     if summary:
         bar_plot(summary, output_dir / RESULTS_PLOT_NAME)
 

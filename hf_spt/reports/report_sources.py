@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import UserInputError
+from ..runs.provenance import numerics_label
 
 Entry = TypeVar("Entry")
 
@@ -74,4 +75,28 @@ def _check_added_seeds(config: str, held: str, theirs: list[Entry], source: Path
             "under the other's; run the missing seeds with the same study file.")
 
 
-__all__ = ["join_by_config"]
+def numerics_mixes(rows: Sequence[dict], group_key: str) -> dict[str, dict[str, list[int]]]:
+    """{group: {numerics label: its seeds}} of every group (a row's `group_key`: a study's configuration, a grid's
+    task) whose rows were made with more than one CPU numerics (`runs.provenance.numerics_label`: "portable AVX2"
+    or "native")."""
+    by_group: dict[str, dict[str, list[int]]] = {}
+    for row in rows:
+        by_group.setdefault(row[group_key], {}).setdefault(numerics_label(row), []).append(row["seed"])
+    return {group: {label: sorted(set(seeds)) for label, seeds in labels.items()}
+            for group, labels in by_group.items() if len(labels) > 1}
+
+
+def numerics_text(labels: dict[str, list[int]]) -> str:
+    """"portable AVX2 (seeds 3, 4) and native (seeds 0, 1, 2)"."""
+    return " and ".join(f"{label} (seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))})"
+                        for label, seeds in labels.items())
+
+
+def numerics_notes(rows: Sequence[dict], group_key: str, noun: str) -> str:
+    """A report's paragraph naming each group (a `noun`) whose rows mix CPU numerics, or "" when none does."""
+    mixes = numerics_mixes(rows, group_key)
+    return "".join(f"Note: {noun} {group} mixes CPU numerics, {numerics_text(labels)}: its seeds ran with different "
+                   "kernels, so their spread includes the CPU's (docs/lra.md).\n\n" for group, labels in mixes.items())
+
+
+__all__ = ["join_by_config", "numerics_mixes", "numerics_text", "numerics_notes"]

@@ -196,34 +196,44 @@ def record_definition(folder: Path, definition: Mapping[str, Any]) -> None:
     write_text(folder / DEFINITION_NAME, json.dumps(definition, indent=1, sort_keys=True))
 
 
+def numerics_setting(numerics: str | None) -> dict[str, str]:
+    """The definition's `numerics` entry: {"numerics": "portable AVX2"} for a phase pinned to portable CPU numerics
+    (`hf_spt.numerics`), nothing for a native one, so that every definition recorded before the setting existed (all
+    native) still matches its re-run, and a resume with the other numerics is refused."""
+    return {"numerics": numerics} if numerics else {}
+
+
 def pretrain_definition(
-    task: Task, config: PreTrainedConfig, objective: str, args: TrainingArguments, init_from: str | Path | None
+    task: Task, config: PreTrainedConfig, objective: str, args: TrainingArguments, init_from: str | Path | None,
+    numerics: str | None = None,
 ) -> dict[str, Any]:
-    """The pretraining phase's definition: the inputs it reads (train, validation), its model and masking."""
+    """The pretraining phase's definition: the inputs it reads (train, validation), its model and masking, and its
+    CPU numerics (`numerics_setting`)."""
     return phase_definition(
         phase="pretrain", seed=args.seed, data={split: task.dataset[split] for split in ("train", "validation")},
         model_config=config.to_dict(), args=args, init_from=init_from,
-        extra={"task": task.name, "pretrain_objective": objective},
+        extra={"task": task.name, "pretrain_objective": objective, **numerics_setting(numerics)},
     )
 
 
 def finetune_definition(
     task: Task, config: PreTrainedConfig, arm: str, args: TrainingArguments, init_from: str | Path | None = None,
     init_parts: str | None = None, freeze_parts: str | None = None, source_definition: Mapping[str, Any] | None = None,
-    settings: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None, numerics: str | None = None,
 ) -> dict[str, Any]:
     """A fine-tuning arm's definition: the splits it reads, its model, its starting weights (by the source
-    phase's definition digest, so that re-pretraining changes it too), parts taken and frozen, and
-    `settings` the Trainer does not hold (the fine-tuning method and its LoRA settings, early stopping)."""
+    phase's definition digest, so that re-pretraining changes it too), parts taken and frozen,
+    `settings` the Trainer does not hold (the fine-tuning method and its LoRA settings, early stopping) and its
+    CPU numerics (`numerics_setting`)."""
     return phase_definition(
         phase=arm, seed=args.seed, data={split: task.dataset[split] for split in ("train", "validation", "test")},
         model_config=config.to_dict(), args=args, init_from=init_from, init_parts=init_parts,
-        freeze_parts=freeze_parts, extra={"task": task.name, **dict(settings or {})},
+        freeze_parts=freeze_parts, extra={"task": task.name, **dict(settings or {}), **numerics_setting(numerics)},
         source_definition=source_definition,
     )
 
 
 __all__ = ["DEFINITION_NAME", "PhaseDefinitionMismatch", "dataset_fingerprint", "training_settings",
-           "definition_digest", "phase_definition", "pretrain_definition", "finetune_definition", "read_definition",
+           "definition_digest", "phase_definition", "numerics_setting", "pretrain_definition", "finetune_definition", "read_definition",
            "differences", "holds_nothing", "phase_folder_problem", "check_phase_folders", "check_phase_folder",
            "record_definition"]

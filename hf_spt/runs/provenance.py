@@ -11,11 +11,14 @@ seed 0: test 22.75% on 1 thread, the committed row, and 24.5% on 2; docs/lra.md)
 reason: torch dispatches its kernels by the instruction set it finds (`torch.backends.cpu.get_cpu_capability()`,
 e.g. "AVX2" or "AVX512"), and another kernel rounds in another order, so the same seed, code and thread count on
 another kind of CPU is another run of the same distribution (a digits cell moved by 14 points; docs/lra.md).
+The numerics say whether that held: "portable AVX2" for a run pinned to one kernel level (`hf_spt.numerics`,
+`--portable_numerics`), whose numbers reproduce on any x86 CPU with AVX2, else "native" (the CPU's own level).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import re
 import subprocess
@@ -24,10 +27,12 @@ from typing import Any
 
 import torch
 
+from ..numerics import NATIVE_LABEL, PORTABLE_ENVIRONMENT, PORTABLE_LABEL, PORTABLE_LEVEL, is_pinned, overridden_values
 from ..training.model_card import installed_versions
 
-PROVENANCE_KEYS = ("commit", "versions", "torch_threads", "cpu")
-"""The keys `run_provenance` adds to a result; a result written before they existed has neither."""
+PROVENANCE_KEYS = ("commit", "versions", "torch_threads", "cpu", "numerics")
+"""The keys `run_provenance` adds to a result; a result written before they existed has neither (a result without
+"numerics" was made with native numerics: `numerics_label`)."""
 UNKNOWN_COMMIT = "unknown"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # hf_spt/runs/provenance.py -> the checkout holding hf_spt/
 
@@ -63,12 +68,32 @@ def cpu_description() -> dict[str, str]:
             "capability": torch.backends.cpu.get_cpu_capability()}
 
 
+def numerics_record() -> dict[str, Any]:
+    """This process's CPU numerics: {"label": "portable AVX2" (the variables of `numerics.PORTABLE_ENVIRONMENT` set,
+    by hf_spt or the user, and torch at that level) or "native", "capability": the level torch dispatches to, "deterministic": torch's deterministic algorithms on,
+    "environment": the pinning variables set (`numerics.PORTABLE_ENVIRONMENT`, whoever set them), and "overridden":
+    {variable: the user's value} where the pinning replaced one}."""
+    capability = torch.backends.cpu.get_cpu_capability()
+    record = {"label": PORTABLE_LABEL if is_pinned() and capability == PORTABLE_LEVEL else NATIVE_LABEL,
+              "capability": capability, "deterministic": torch.are_deterministic_algorithms_enabled(),
+              "environment": {name: os.environ[name] for name in PORTABLE_ENVIRONMENT if name in os.environ}}
+    if overridden_values():
+        record["overridden"] = overridden_values()
+    return record
+
+
+def numerics_label(result: dict[str, Any]) -> str:
+    """The numerics a result (a phase.json, a row) was made with: its record's label, "native" for a result written
+    before numerics were recorded (every such run was native)."""
+    return (result.get("numerics") or {}).get("label", NATIVE_LABEL)
+
+
 def run_provenance() -> dict[str, Any]:
     """{"commit": `package_commit()`, "versions": {library: version} of hf_spt, torch, transformers, datasets,
     accelerate and huggingface_hub}, "torch_threads": the intra-op threads torch computed with, "cpu":
-    `cpu_description()`}."""
+    `cpu_description()`, "numerics": `numerics_record()`}."""
     return {"commit": package_commit(), "versions": installed_versions(), "torch_threads": torch.get_num_threads(),
-            "cpu": cpu_description()}
+            "cpu": cpu_description(), "numerics": numerics_record()}
 
 
 DESCRIBED = re.compile(r"^(?:.*-g)?([0-9a-f]{7,40})(?:-dirty)?$")
@@ -101,5 +126,5 @@ def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
     return {key: result[key] for key in PROVENANCE_KEYS if key in result}
 
 
-__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "package_commit", "cpu_description", "run_provenance", "described_commit",
-           "is_ancestor", "recorded_provenance"]
+__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "package_commit", "cpu_description", "numerics_record",
+           "numerics_label", "run_provenance", "described_commit", "is_ancestor", "recorded_provenance"]

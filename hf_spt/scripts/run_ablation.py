@@ -29,12 +29,14 @@ from pathlib import Path
 from hf_spt.atomic_files import write_text
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
-from hf_spt.experiments.suites.grid import load_grid
+from hf_spt.experiments.suites.grid import load_grid, with_portable_numerics
+from hf_spt.experiments.numerics_entry import hold_grid_numerics
 from hf_spt.reports.grid_report import RESULTS_MD_NAME
 from hf_spt.runs.folder import check_writable_file
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
-from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
+from hf_spt.experiments.suite_flags import (comma_names, comma_seeds, portable_numerics_field, set_torch_threads,
+                                           torch_threads_field)
 from hf_spt.value_checks import check_declared
 
 DEFAULT_GRID_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ablation_default.yaml")
@@ -53,15 +55,17 @@ class AblationArguments:
     write_default_grid: str | None = field(default=None, metadata={
         "help": "Write a copy of the default grid file (the paper's arms) to this new file, to edit and pass as "
                 "--grid_file, and train nothing."})
+    portable_numerics: bool = portable_numerics_field()
 
     def __post_init__(self):
         check_declared(self)
         self.arm_names = comma_names(self.arms, "--arms") if self.arms is not None else None
         self.seed_list = comma_seeds(self.seeds) if self.seeds is not None else None
         if self.write_default_grid is not None and (self.grid_file != DEFAULT_GRID_FILE or self.output_dir is not None
-                                                    or self.arms is not None or self.seeds is not None):
+                                                    or self.arms is not None or self.seeds is not None
+                                                    or self.portable_numerics):
             raise UserInputError("--write_default_grid copies the default grid and trains nothing: give it without "
-                                 "--grid_file, --output_dir, --arms and --seeds.")
+                                 "--grid_file, --output_dir, --arms, --seeds and --portable_numerics.")
 
 
 def run(args: AblationArguments) -> None:
@@ -70,8 +74,9 @@ def run(args: AblationArguments) -> None:
     if args.write_default_grid is not None:
         write_default_grid(args.write_default_grid)
         return
+    grid = with_portable_numerics(load_grid(args.grid_file), args.portable_numerics)
+    hold_grid_numerics(grid.experiment)  # before any torch operation: may start the command again, pinned
     set_torch_threads(args.torch_threads)
-    grid = load_grid(args.grid_file)
     if args.output_dir is not None:
         grid.output_dir = args.output_dir
     arms, seeds = args.arm_names, args.seed_list

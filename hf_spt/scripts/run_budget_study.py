@@ -46,11 +46,13 @@ from hf_spt.experiments.suites.budget_study import (checkpoint_rows, seeds_on_re
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.reports.study_evidence import study_evidence, summarize_study
 from hf_spt.experiments.exit_status import run_cli
-from hf_spt.experiments.suite_flags import comma_names, comma_seeds, set_torch_threads, torch_threads_field
+from hf_spt.experiments.suite_flags import (comma_names, comma_seeds, portable_numerics_field, set_torch_threads,
+                                           torch_threads_field)
 from hf_spt.experiments.suites.compute_curves import combined_curves, grid_compute_curves
 from hf_spt.reports.compute_report import write_compute_report
 from hf_spt.runs.folder import check_writable_folder
-from hf_spt.experiments.suites.grid import cells, check_trainer_settings_of, pretrain_jobs
+from hf_spt.experiments.suites.grid import cells, check_trainer_settings_of, pretrain_jobs, with_portable_numerics
+from hf_spt.experiments.numerics_entry import hold_grid_numerics
 from hf_spt.value_checks import POSITIVE_INT, check_declared
 
 COMPUTE_PREFIX = "budget_study"  # budget_study_compute.{json,md} and budget_study_compute_<config>.png
@@ -67,6 +69,7 @@ class BudgetStudyArguments:
     probe_examples: int = field(default=256, metadata={"range": POSITIVE_INT,
                                                        "help": "Validation inputs each SPT checkpoint is probed on."})
     torch_threads: int | None = torch_threads_field()
+    portable_numerics: bool = portable_numerics_field()
     dry_run: bool = field(default=False, metadata={"help": "Print the SPT checkpoints and cells; train nothing."})
     list_studies: bool = field(default=False, metadata={"help": "Print the shipped studies and exit."})
     combine: str | None = field(default=None, metadata={
@@ -81,6 +84,9 @@ class BudgetStudyArguments:
         "help": "With --combine: comma-separated configurations whose runs in the folders are other seeds of the same "
                 "study (run into another folder); joined, refused if a seed is in two folders or the arms' settings "
                 "differ."})
+    mix_numerics: bool = field(default=False, metadata={
+        "help": "With --add_seeds: join seeds made with other CPU numerics (portable and native); the report says "
+                "which configurations mix them."})
 
     def __post_init__(self):
         check_declared(self)
@@ -91,6 +97,11 @@ class BudgetStudyArguments:
         for flag, named in (("--replace_configs", self.replaced_configs), ("--add_seeds", self.added_configs)):
             if named and not self.combine:
                 raise UserInputError(f"{flag} chooses between the folders of --combine: give --combine too.")
+        if self.portable_numerics and self.combine:
+            raise UserInputError("--portable_numerics sets how a study trains, and --combine trains nothing: drop one.")
+        if self.mix_numerics and not self.added_configs:
+            raise UserInputError("--mix_numerics lets --add_seeds join seeds made with other CPU numerics: give "
+                                 "--add_seeds too.")
         both = sorted(set(self.replaced_configs) & set(self.added_configs))
         if both:
             raise UserInputError(f"{', '.join(both)}: in both --replace_configs (take the last folder's runs) and "
@@ -106,7 +117,8 @@ def run(args: BudgetStudyArguments) -> None:
         if not args.output_dir:
             raise UserInputError("--combine writes the combined report into --output_dir: give one.")
         check_writable_folder(args.output_dir)  # before any folder is read: one line, not a traceback at the end
-        rows, checkpoints = combined_reports(args.combined_folders, args.replaced_configs, args.added_configs)
+        rows, checkpoints = combined_reports(args.combined_folders, args.replaced_configs, args.added_configs,
+                                             args.mix_numerics)
         titles = shipped_study_titles()  # the figures name each configuration as its study file does
         write_study_report(rows, checkpoints, summarize_study(rows), study_evidence(rows, shipped_study_configs()),
                            Path(args.output_dir), titles, shipped_study_preregistrations())
@@ -120,8 +132,10 @@ def run(args: BudgetStudyArguments) -> None:
             write_compute_report(curves, args.output_dir, COMPUTE_PREFIX, titles)
         print((Path(args.output_dir) / STUDY_MD_NAME).read_text())
         return
+    grid = with_portable_numerics(study_grid(args.study, args.seed_list, args.output_dir), args.portable_numerics)
+    if not args.dry_run:
+        hold_grid_numerics(grid.experiment)  # before any torch operation: may start the command again, pinned
     set_torch_threads(args.torch_threads)
-    grid = study_grid(args.study, args.seed_list, args.output_dir)
     trained = grid.seeds
     earlier = [seed for seed in seeds_on_record(grid.output_dir) if seed not in trained]
     if earlier:  # the folder's earlier seeds stay in its report (their units are checked, not re-trained)

@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.experiments.exit_status import run_cli
-from hf_spt.experiments.suite_flags import (comma_names, comma_seeds, positive_numbers, set_torch_threads,
-                                           torch_threads_field)
+from hf_spt.experiments.numerics_entry import hold_grid_numerics
+from hf_spt.experiments.suite_flags import (comma_names, comma_seeds, portable_numerics_field, positive_numbers,
+                                           set_torch_threads, torch_threads_field)
 from hf_spt.experiments.suites.lra import (ARMS, MINI_GENERATED, LraSuite, gpu_hours, lra_grid, run_lra_suite,
                                           runnable_tasks, step_counts)
-from hf_spt.experiments.suites.grid import Grid, check_trainer_settings_of
+from hf_spt.experiments.suites.grid import Grid, check_trainer_settings_of, with_portable_numerics
 from hf_spt.reports.lra_report import LRA_MD_NAME
 from hf_spt.tasks.lra_data import missing_data_report
 from hf_spt.value_checks import check_declared
@@ -58,6 +59,7 @@ class LraArguments:
     steps_per_second: str | None = field(default=None, metadata={"help": "With --dry_run: JSON {task: measured "
                                                                  "training steps/s} to print GPU-hours."})
     torch_threads: int | None = torch_threads_field()
+    portable_numerics: bool = portable_numerics_field()
 
     def __post_init__(self):
         check_declared(self)
@@ -111,9 +113,11 @@ def dry_run_text(suite: LraSuite, grid: Grid, steps_per_second: dict[str, float]
 
 def run(args: LraArguments) -> None:
     """The LRA suite of `args`: its plan printed, then trained or resumed (with `--dry_run`, the step counts instead)."""
-    set_torch_threads(args.torch_threads)
     suite = suite_from(args)
-    grid = lra_grid(suite)  # every setting checked, as a real run checks it (a dry run too)
+    grid = with_portable_numerics(lra_grid(suite), args.portable_numerics)  # every setting checked (a dry run too)
+    if not args.dry_run:
+        hold_grid_numerics(grid.experiment)  # before any torch operation: may start the command again, pinned
+    set_torch_threads(args.torch_threads)
     # the grid sets up the process group (gloo on CPU, a long timeout) itself: read the rank without touching it
     main_process = os.environ.get("RANK", "0") == "0"
     if main_process:

@@ -13,6 +13,9 @@ Usage:
     python run_scripts/run_spt.py --bf16 --gradient_accumulation_steps 2 --report_to tensorboard \
         --learning_rate 5e-4 --finetune_learning_rate 1e-4 --max_steps 1000 --overwrite_output_dir
 
+    # CPU numerics pinned to AVX2: the same numbers on any x86 CPU (docs/lra.md)
+    python run_scripts/run_spt.py --portable_numerics --output_dir runs/portable
+
     # settings from a file (JSON or YAML, the flags' names); flags still override it
     python run_scripts/run_spt.py --config_file my_run.yaml --seed 3
 
@@ -36,6 +39,7 @@ from __future__ import annotations
 from hf_spt.experiments.arguments import DataArguments, ExperimentArguments, ModelArguments, SharedTrainingArguments
 from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.command_line import parse_arguments
+from hf_spt.experiments.numerics_entry import hold_numerics
 from hf_spt.experiments.pipeline import run_experiment
 from hf_spt.experiments.results_files import results_table
 from hf_spt.tasks import list_tasks
@@ -49,6 +53,7 @@ def run(
     if data_args.list_tasks:
         print(list_tasks())
         return {}
+    hold_numerics(exp_args.portable_numerics, training_args.use_cpu)
     results = run_experiment(data_args, model_args, exp_args, training_args)
     print("\n" + results_table(results["task"], results["arms"]))
     return results

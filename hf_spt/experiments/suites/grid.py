@@ -19,7 +19,7 @@ depth and seed, and one `Cell` (a fine-tuning run) per task, arm and seed. `grid
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +158,9 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
                              for k, v in (raw.get("pretrain_tasks") or {}).items()}
     for key, spec in {**raw["pretrain_tasks"], **raw["tasks"]}.items():
         _experiment(spec.experiment, f"{source}: tasks.{key}.experiment")
+        if "portable_numerics" in spec.experiment:  # a grid's processes run every task: one numerics for all
+            raise UserInputError(f"{source}: tasks.{key}.experiment: portable_numerics holds for the whole grid; set "
+                                 "it under the grid's experiment: (or pass --portable_numerics).")
         _checked(ModelArguments, spec.model, f"{source}: tasks.{key}.model")
     raw["arms"] = [Arm(**_checked(Arm, arm, f"{source}: arm {arm.get('name')!r}")) for arm in raw["arms"]]
     for arm in raw["arms"]:
@@ -184,6 +187,12 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
             raise UserInputError(f"{source}: arm {arm.name!r} pretrains on {arm.pretrain_task!r}, which is not in "
                              f"tasks or pretrain_tasks ({sorted(known_tasks)}).")
     return grid
+
+
+def with_portable_numerics(grid: Grid, asked: bool) -> Grid:
+    """`grid` with portable numerics turned on when `asked` (a suite's `--portable_numerics`) over its file's
+    `experiment: {portable_numerics: ...}`; unchanged otherwise."""
+    return replace(grid, experiment={**grid.experiment, "portable_numerics": True}) if asked else grid
 
 
 def check_trainer_settings_of(grid: Grid) -> None:
@@ -302,5 +311,5 @@ def pretrain_jobs(grid: Grid, of_cells: list[Cell] | None = None) -> list[Pretra
 
 
 __all__ = ["CELLS_DIR", "PRETRAIN_DIR", "GRID_RECORD_NAME", "TaskSpec", "Arm", "Grid", "PretrainJob", "Cell",
-           "parse_grid", "check_trainer_settings_of", "load_grid", "unit_run", "unit_model", "arm_named", "arm_depth", "cells",
+           "parse_grid", "with_portable_numerics", "check_trainer_settings_of", "load_grid", "unit_run", "unit_model", "arm_named", "arm_depth", "cells",
            "arm_pretrain_epochs", "pretrain_job", "pretrain_jobs"]
