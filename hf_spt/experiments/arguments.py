@@ -75,6 +75,8 @@ def unread_budgets(
         if all(settings.get(name) is not None for name in per_phase):
             unread[generic] = f"{' and '.join(flag + name for name in per_phase)} set every phase this run trains"
     return unread
+
+
 PHASE_ARGUMENTS = {"pretrain": PretrainArguments, "finetune": FinetuneArguments}
 """Each phase's `TrainingArguments` subclass, which holds its defaults (the one place they are written)."""
 
