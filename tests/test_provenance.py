@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -39,6 +42,25 @@ def test_every_phase_result_records_the_commit_and_versions(tmp_path):
     assert LIBRARIES <= set(written["versions"]) and all(written["versions"][name] for name in LIBRARIES)
     assert written["torch_threads"] == torch.get_num_threads()
     assert written["cpu"]["model"] and written["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability()
+
+
+def test_the_commit_is_the_checkouts_as_the_code_was_loaded_not_as_a_result_is_written(tmp_path):
+    """A commit made in the checkout while a run trained (its loaded code unchanged) was recorded as the run's:
+    the commit was read when the first result was written. It is read as the package's code is loaded."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--local", str(provenance.PACKAGE_ROOT), str(clone)], check=True,
+                   timeout=120)
+    loaded = subprocess.run(["git", "-C", str(clone), "describe", "--always", "--dirty", "--abbrev=12"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    script = ("import subprocess, sys\n"
+              "from hf_spt.runs import provenance\n"
+              "subprocess.run(['git', '-C', sys.argv[1], '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', "
+              "'--quiet', '--allow-empty', '-m', 'made while the run trains'], check=True)\n"
+              "print(provenance.package_commit())\n")
+    done = subprocess.run([sys.executable, "-c", script, str(clone)], cwd=clone, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(clone)}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == loaded
 
 
 def test_the_commit_is_unknown_outside_the_packages_own_checkout(tmp_path, monkeypatch):

@@ -45,13 +45,17 @@ def _git(*arguments: str) -> str:
 @functools.lru_cache(maxsize=1)
 def package_commit() -> str:
     """The package checkout's commit (`git describe --always --dirty --abbrev=12`: a hash, "-dirty" with
-    uncommitted changes), or "unknown"; read once per process."""
+    uncommitted changes), or "unknown"; read once per process, when this module is imported (below), as the
+    package's code is loaded: a commit made while a run trains is not the code that run executes."""
     try:
         if Path(_git("rev-parse", "--show-toplevel")).resolve() != PACKAGE_ROOT:
             return UNKNOWN_COMMIT  # the package sits inside some other repository, not its own checkout
         return _git("describe", "--always", "--dirty", "--abbrev=12") or UNKNOWN_COMMIT
     except (OSError, subprocess.SubprocessError):
         return UNKNOWN_COMMIT
+
+
+package_commit()  # the checkout as the code is loaded, not as it is when a result is written
 
 
 @functools.lru_cache(maxsize=1)
