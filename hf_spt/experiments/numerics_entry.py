@@ -28,14 +28,11 @@ from .exit_status import runs_command_line
 
 
 def accelerator_present() -> str | None:
-    """The accelerator torch would train on ("cuda", "xpu", "mps"), or None on a CPU-only machine."""
+    """The accelerator torch would train on ("cuda", "xpu", "mps"...: `torch.accelerator`, as the phases' device
+    defaults read it), or None on a CPU-only machine."""
     import torch
 
-    for name in ("cuda", "xpu", "mps"):
-        backend = getattr(torch, name, None) if name != "mps" else torch.backends.mps
-        if backend is not None and backend.is_available():
-            return name
-    return None
+    return torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else None
 
 
 def refuse_accelerator(use_cpu: bool) -> None:

@@ -81,8 +81,9 @@ def numerics_record() -> dict[str, Any]:
     record = {"label": PORTABLE_LABEL if is_pinned() and capability == PORTABLE_LEVEL else NATIVE_LABEL,
               "capability": capability, "deterministic": torch.are_deterministic_algorithms_enabled(),
               "environment": {name: os.environ[name] for name in PORTABLE_ENVIRONMENT if name in os.environ}}
-    if overridden_values():
-        record["overridden"] = overridden_values()
+    overridden = overridden_values()
+    if overridden:
+        record["overridden"] = overridden
     return record
 
 
