@@ -37,8 +37,10 @@ UNKNOWN_COMMIT = "unknown"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # hf_spt/runs/provenance.py -> the checkout holding hf_spt/
 
 
-def _git(*arguments: str) -> str:
-    return subprocess.run(["git", "-C", str(PACKAGE_ROOT), *arguments], capture_output=True, text=True, check=True,
+def git_output(folder: Path, *arguments: str) -> str:
+    """What `git -C folder ARGUMENTS` prints, stripped; raises `OSError` (no git) or `subprocess.SubprocessError`
+    (a failing command, or one past 30 s)."""
+    return subprocess.run(["git", "-C", str(folder), *arguments], capture_output=True, text=True, check=True,
                           timeout=30).stdout.strip()
 
 
@@ -48,9 +50,9 @@ def package_commit() -> str:
     uncommitted changes), or "unknown"; read once per process, when this module is imported (below), as the
     package's code is loaded: a commit made while a run trains is not the code that run executes."""
     try:
-        if Path(_git("rev-parse", "--show-toplevel")).resolve() != PACKAGE_ROOT:
+        if Path(git_output(PACKAGE_ROOT, "rev-parse", "--show-toplevel")).resolve() != PACKAGE_ROOT:
             return UNKNOWN_COMMIT  # the package sits inside some other repository, not its own checkout
-        return _git("describe", "--always", "--dirty", "--abbrev=12") or UNKNOWN_COMMIT
+        return git_output(PACKAGE_ROOT, "describe", "--always", "--dirty", "--abbrev=12") or UNKNOWN_COMMIT
     except (OSError, subprocess.SubprocessError):
         return UNKNOWN_COMMIT
 
@@ -131,5 +133,5 @@ def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
     return {key: result[key] for key in PROVENANCE_KEYS if key in result}
 
 
-__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "package_commit", "cpu_description", "numerics_record",
+__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "git_output", "package_commit", "cpu_description", "numerics_record",
            "numerics_label", "run_provenance", "described_commit", "is_ancestor", "recorded_provenance"]

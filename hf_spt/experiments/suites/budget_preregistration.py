@@ -25,6 +25,7 @@ import yaml
 
 from ...errors import UserInputError
 from ...reports.preregistration import Contrast, Declaration, Preregistration
+from ...runs.provenance import git_output
 from .grid import Grid
 
 PREREGISTERED_KEY = "preregistered"
@@ -87,11 +88,6 @@ def parse_preregistration(block: Any, path: Path, grid: Grid, study: str) -> Pre
         pilot_sd=_number(block, "pilot_sd", path, 0, None))
 
 
-def _git(folder: Path, *arguments: str) -> str:
-    return subprocess.run(["git", "-C", str(folder), *arguments], capture_output=True, text=True, check=True,
-                          timeout=60).stdout
-
-
 def _declared(text: str) -> Any:
     """The `preregistered:` mapping of a study file's text (None: none, or text YAML cannot read)."""
     try:
@@ -106,11 +102,11 @@ def declaration_commit(path: Path) -> Declaration:
     path = path.resolve()
     current = _declared(path.read_text(encoding="utf-8"))
     try:
-        top = Path(_git(path.parent, "rev-parse", "--show-toplevel").strip())
+        top = Path(git_output(path.parent, "rev-parse", "--show-toplevel"))
         relative = path.relative_to(top).as_posix()
         found = None
-        for commit in _git(top, "log", "--format=%H", "--", relative).split():  # newest first
-            if _declared(_git(top, "show", f"{commit}:{relative}")) != current:
+        for commit in git_output(top, "log", "--format=%H", "--", relative).split():  # newest first
+            if _declared(git_output(top, "show", f"{commit}:{relative}")) != current:
                 break
             found = commit
     except (OSError, subprocess.SubprocessError, ValueError):
