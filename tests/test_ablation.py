@@ -14,6 +14,7 @@ import torch
 import hf_spt.experiments.suites.grid_runner as grid_runner
 from conftest import CellRecorder
 from hf_spt.experiments.suites.grid_runner import run_grid
+from hf_spt.experiments.suites.unit_claims import CLAIMS_DIR
 from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
 from hf_spt.reports.grid_report import gain_recovered
 from hf_spt.reports.seed_tables import summarize
@@ -115,16 +116,11 @@ def test_gain_recovered_is_relative_to_scratch_and_spt():
     assert gain_recovered(summary, "scratch") == pytest.approx(0.0)
 
 
-def test_ranks_are_dealt_units_in_turn_longest_pretraining_first_then_the_cells_that_need_a_checkpoint(tmp_path,
-                                                                                                         monkeypatch):
-    """The units in order SPT jobs (longest first), scratch cells, cells that start from a checkpoint; rank r of n
-    takes units r, r + n, ...; a cell that needs a checkpoint waits for its own job only, and the ranks meet once,
-    at the end."""
-    grid = parse_grid({**tiny_grid(tmp_path, [{"name": "scratch"}, {"name": "spt_e1", "pretrain_epochs": 1},
-                                              {"name": "spt_e3", "pretrain_epochs": 3}]), "seeds": [0]})
+def _rank(index: int, ran: list):
+    """accelerate's PartialState as rank `index` of two sees it (its barrier recorded in `ran`)."""
 
-    class SecondOfTwoRanks:
-        process_index, num_processes, local_process_index, is_main_process = 1, 2, 1, False
+    class Rank:
+        process_index, num_processes, local_process_index, is_main_process = index, 2, index, index == 0
         device = torch.device("cpu")
 
         def __init__(self, *args, **kwargs):
@@ -133,13 +129,35 @@ def test_ranks_are_dealt_units_in_turn_longest_pretraining_first_then_the_cells_
         def wait_for_everyone(self):
             ran.append("barrier")
 
+    return Rank
+
+
+def test_ranks_share_one_queue_longest_pretraining_first_then_the_cells_that_need_a_checkpoint(tmp_path,
+                                                                                                 monkeypatch):
+    """The units in order SPT jobs (longest first), scratch cells (compute-matched first), cells that start from a
+    checkpoint; a rank runs each unit no other rank has claimed, a cell that needs a checkpoint waits for its own
+    job only, and the ranks meet after clearing old claims and at the end."""
+    grid = parse_grid({**tiny_grid(tmp_path, [{"name": "scratch"}, {"name": "spt_e1", "pretrain_epochs": 1},
+                                              {"name": "spt_e3", "pretrain_epochs": 3},
+                                              {"name": "scratch_cm", "compute_matched": True}]), "seeds": [0]})
+    e1, e3 = PretrainJob("m", 1.0, 1, 0), PretrainJob("m", 3.0, 1, 0)
+    scratch, spt_e1, spt_e3, scratch_cm = cells(grid)
+    claims = Path(grid.output_dir) / CLAIMS_DIR
+    claims.mkdir(parents=True)
+    (claims / "pretrain__m_e3_L1_s0").write_text("rank 0\n")  # the other rank took the longest job
     ran: list = []
-    monkeypatch.setattr(grid_runner, "PartialState", SecondOfTwoRanks)
+    monkeypatch.setattr(grid_runner, "PartialState", _rank(1, ran))
     monkeypatch.setattr(grid_runner, "_run_in_child", lambda grid, kind, unit, *args: ran.append(unit))
     monkeypatch.setattr(grid_runner, "wait_for_checkpoint", lambda grid, job: ran.append(("wait", job)))
     run_grid(grid)
-    # [e3 job, e1 job, scratch cell, spt_e1 cell, spt_e3 cell] -> this rank takes the e1 job and the spt_e1 cell
-    assert ran == [PretrainJob("m", 1.0, 1, 0), ("wait", PretrainJob("m", 1.0, 1, 0)), cells(grid)[1], "barrier"]
+    assert ran == ["barrier", e1, scratch_cm, scratch, ("wait", e1), spt_e1, ("wait", e3), spt_e3, "barrier"]
+    assert len(list(claims.iterdir())) == 6  # this rank's five and the other's (the main process clears them)
+
+    ran.clear()  # a new launch: the main process clears the claims a killed launch left, then every unit is free
+    monkeypatch.setattr(grid_runner, "PartialState", _rank(0, ran))
+    run_grid(grid)
+    assert ran == ["barrier", e3, e1, scratch_cm, scratch, ("wait", e1), spt_e1, ("wait", e3), spt_e3, "barrier"]
+    assert not claims.exists()
 
 
 def test_a_cell_waits_until_its_checkpoint_has_its_result_file(tmp_path, monkeypatch):

@@ -8,10 +8,11 @@ since some units ran stops before any unit trains, listing the differences), the
 `results.md` and `results.png`; `grid.json` records the parsed grid (what `run_analysis.py --run` reads).
 
 Several processes (`accelerate launch --num_processes N run_ablation.py`): the units, in the order
-SPT checkpoints (longest first), cells that start from random init, cells that start from a
-checkpoint, are dealt to the ranks in turn; a cell that needs a checkpoint another rank trains waits
-for that job alone (its result file, on the output folder every rank shares), not for every rank,
-so a rank done with its scratch cells goes on while another still trains a long cell.
+SPT checkpoints (longest first), cells that start from random init (compute-matched ones, the longest,
+first), cells that start from a checkpoint, form one queue: each rank takes the next unit no rank has
+claimed yet (`unit_claims.py`, a file per unit in the output folder every rank shares), so a rank that
+finishes a short unit takes the next one while another still trains a long one. A cell that needs a
+checkpoint another rank trains waits for that job alone (its result file), not for every rank.
 A `Trainer` created inside a launched process would join the process group and split every
 batch across ranks, so each rank runs its units in a child Python process with the launcher's
 distributed variables removed: a plain single-process `Trainer`, the same result as a
@@ -49,6 +50,7 @@ from ..step_plan import spt_step_budget
 from ..run_spec import RunSpec
 from .grid import (GRID_RECORD_NAME, Arm, Cell, Grid, PretrainJob, arm_depth, arm_named, arm_pretrain_epochs, cells,
                    check_trainer_settings_of, parse_grid, pretrain_job, pretrain_jobs, unit_run)
+from .unit_claims import UnitClaims
 
 DISTRIBUTED_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
                    "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -150,13 +152,18 @@ def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None 
                   and read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
     jobs = sorted(pretrain_jobs(grid, todo_cells), key=lambda job: (-job.epochs, str(job)))  # longest first
     jobs = [job for job in jobs if read_json(job.folder(grid) / PHASE_RESULT_NAME) is None]
-    # Ranks are dealt the units in turn (rank r takes units r, r + n...), so that one long pretraining job does not
-    # leave the other ranks idle. Every SPT job comes before every cell, so a rank reaches each of its jobs without
-    # waiting: a cell waiting for a job never waits for a rank that waits itself.
+    # One queue for every rank: each takes the next unit no rank has claimed. Every SPT job comes before every
+    # cell, so a job is claimed, and trained at once, before any cell that needs it is: a cell waiting for a job
+    # never waits for a rank that waits itself.
     source = {cell: pretrain_job(grid, cell) for cell in todo_cells}  # the SPT job a cell starts from, or None
-    units = ([("pretrain", job) for job in jobs] + [("cell", c) for c in todo_cells if source[c] is None]
+    from_random = sorted((c for c in todo_cells if source[c] is None),
+                         key=lambda cell: not arm_named(grid, cell.arm).compute_matched)  # the longest first
+    units = ([("pretrain", job) for job in jobs] + [("cell", c) for c in from_random]
              + [("cell", c) for c in todo_cells if source[c] is not None])
-    for kind, unit in units[state.process_index::state.num_processes]:
+    claims = UnitClaims(Path(grid.output_dir), state)
+    for kind, unit in units:
+        if isolate and not claims.claim(unit.folder(grid)):
+            continue
         if kind == "cell" and source[unit] is not None:
             wait_for_checkpoint(grid, source[unit])
         if isolate:
@@ -166,6 +173,7 @@ def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None 
     state.wait_for_everyone()
     rows = collect_rows(grid)
     if state.is_main_process:
+        claims.clear()
         write_report(rows, Path(grid.output_dir))
     return rows
 

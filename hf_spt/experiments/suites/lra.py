@@ -101,7 +101,7 @@ class LraSuite:
             raise UserInputError(f"--tasks {unknown} are not in the {self.scale} suite ({', '.join(known)}).")
 
 
-# Mini order: the order in which units are dealt to the ranks (the table lists tasks in LRA's order).
+# Mini order: the order of the units in the ranks' shared queue (the table lists tasks in LRA's order).
 MINI_ORDER = ("pathfinder", "markov", "listops", "text", "retrieval", "image")
 
 
