@@ -330,10 +330,11 @@ def _paired_rows(configs: dict[str, float], budgets: tuple[int, ...] = (100,)) -
     return rows
 
 
-def test_the_paired_figure_draws_the_readme_configurations_and_pools(tmp_path):
-    """The README's table as panels: every length configuration (32x32 at both budgets included) with 8x8's pool
-    over its budgets right after its rows, the labelled-data sizes with their study's pool; the length study's pool
-    of 8x8 with 16x16, which the text never cites, is not drawn; nor is a configuration of no panel."""
+def test_the_paired_figure_draws_the_digits_table_configurations_and_pools(tmp_path):
+    """docs/lra.md's table of the digits results as panels: every length configuration (32x32 at both budgets
+    included) with 8x8's pool over its budgets right after its rows, the labelled-data sizes with their study's pool;
+    the length study's pool of 8x8 with 16x16, which the text never cites, is not drawn; nor is a configuration of
+    no panel."""
     from hf_spt.reports.budget_report import PAIRED_PLOT_NAME, _panel_rows, paired_panels, write_study_report
 
     rows = [*_paired_rows({"digits8": 0.0, "digits16": 0.05}, budgets=(100, 400)),

@@ -3,7 +3,8 @@
 Each test computes a number from `docs/lra/budget_study.json`, `docs/lra/budget_study_compute.json` or the shipped
 study files and checks that the docs state it, so a sentence cannot say more than its rows: how many studies ship,
 the steps and tokens of the labelled-data sizes, how far one seed's difference moved between two runs of its cell,
-where a capped scratch run had its best epoch, and that "resolved" is read as nominal beside the report's count.
+where a capped scratch run had its best epoch, that "resolved" is read as nominal beside the report's count, and that
+the README's one line per study quotes the report's paired intervals.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def test_the_seed_difference_that_moved_between_two_runs_of_one_cell(rows):
              for seed in (0, 1, 2)}
     seed, most = max(moved.items(), key=lambda item: abs(item[1]))
     assert (seed, round(most, 2)) == (1, 17.75)
-    assert f"one seed's difference moved by {most:g} points between two runs of its cell" in README
+    assert f"one seed's difference moved by {most:g} points between two runs of its cell" in LRA_DOC  # in short
     assert (f"by {most:g} between two committed runs of one cell (300 pictures, seed {seed}, SPT minus compute-matched "
             f"scratch: {difference('digits16_n300', seed):+g} in `digits_data_size`, "
             f"{difference('digits16_n300_whole_budget', seed):+g} in `digits_whole_budget`)") in LRA_DOC
@@ -126,6 +127,8 @@ def test_resolved_is_nominal_beside_the_reports_count_and_survives_no_correction
     smallest = min(difference.p_value for difference in excluding)
     assert smallest > 0.05 / printed
     assert f"as {len(excluding)} of the report's {printed} do ({printed / 20:.1f} would by chance)" in README
+    assert (f"as {len(excluding)} of the {printed} in [budget_study.md](lra/budget_study.md) do (about "
+            f"{printed / 20:.1f} would by chance); none survives a correction over the {printed}") in LRA_DOC
     assert (f"prints {printed} paired intervals and {len(excluding)} exclude 0, where about {printed / 20:.1f} would "
             f"by chance were every true difference 0; none survives a Bonferroni correction over the {printed} (the "
             f"smallest p, {smallest:.4f}, against 0.05 / {printed} = {0.05 / printed:.5f})") in LRA_DOC
@@ -138,26 +141,74 @@ def test_resolved_is_nominal_beside_the_reports_count_and_survives_no_correction
 
 
 @pytest.mark.parametrize("doc, start, end", [("README.md", "## Results", "## Layout"),
+                                             ("docs/lra.md", "## What is resolved, in short", "## Real pictures"),
                                              ("docs/lra.md", "## Real pictures", "### Re-running a committed cell")])
 def test_every_resolved_of_the_digits_results_says_nominal_or_not(doc, start, end):
     """In the digits results every "resolved" is a negative ("not resolved", "no ... is resolved") or says it is
-    nominal: an unadjusted 95% interval, which the report counts."""
-    text = _prose(ROOT / doc)
-    section = text[text.index(start):text.index(end)]
-    bare = [section[max(0, match.start() - 50):match.end()] for match in re.finditer(r"resolv\w*", section)
+    nominal ("nominally resolved", "resolved (nominal)"): an unadjusted 95% interval, which the report counts. The
+    section's own heading and link targets (a heading's anchor) are not sentences."""
+    text = re.sub(r"\]\([^)]*\)", "]", _prose(ROOT / doc))
+    section = text[text.index(start) + len(start):text.index(end)]
+    bare = [section[max(0, match.start() - 50):match.end()]
+            for match in re.finditer(r"resolv\w*", section, flags=re.IGNORECASE)
             if not re.search(r"\b(?:not|no|none|neither)\b|nominal", section[max(0, match.start() - 50):match.start()],
                              flags=re.IGNORECASE)
-            and not section[match.start() - 1:match.start()] == '"']
+            and not section[match.start() - 1:match.start()] == '"'
+            and not section[match.end():match.end() + 10] == " (nominal)"]
     assert bare == []
 
 
-def test_the_readme_compute_figures_follow_a_sentence_that_names_them():
-    """The README's validation-against-compute figures are introduced by a sentence naming what they draw, not by
-    the end of a test result about another study (`digits_whole_budget`, which none of them draws)."""
+def _interval_rows(report: str) -> dict[str, list[float]]:
+    """A committed report's paired rows: each 95% interval as printed, with the means printed beside it."""
+    means: dict[str, list[float]] = {}
+    for line in report.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for index, cell in enumerate(cells):
+            if re.fullmatch(r"\[[+-]?[\d.]+, [+-]?[\d.]+\]", cell):
+                means.setdefault(cell, []).append(float(cells[index - 2]))  # mean | sd | interval
+    return means
+
+
+def test_the_readme_results_lines_quote_the_reports_intervals():
+    """Each study's line in the README's results table quotes paired rows of the committed reports (the budget
+    study's and the LRA suite's): every "mean [low, high]" is a printed interval with that mean (to the rounding of
+    the line), and a line says "resolved (nominal)" exactly when one of its intervals excludes 0."""
+    printed = _interval_rows((LRA / "budget_study.md").read_text() + (LRA / "lra_results.md").read_text())
     text = (ROOT / "README.md").read_text()
-    block = re.search(r"((?:!\[[^\]]*\]\(docs/lra/budget_study_compute_(\w+)\.png\)\n)+)", text)
-    shown = re.findall(r"budget_study_compute_(\w+)\.png", block.group(1))
-    assert shown == ["digits16_n600", "digits32", "digits32_e40"]
-    lead = re.sub(r"\s+", " ", text[:block.start()]).strip().rsplit(". ", 1)[-1]
-    assert lead.startswith("Against compute") and lead.endswith(":") and "[" not in lead  # no interval, no test result
-    assert all(words in lead for words in ("600 pictures", "32x32", "10 and 40 SPT epochs"))
+    lines = [line for line in text[text.index("## Results"):text.index("## Layout")].splitlines()
+             if line.startswith("| [")]
+    assert len(lines) >= 10
+    quoted = 0
+    for line in lines:
+        excludes = []
+        for mean, low, high in re.findall(r"([+-][\d.]+)\*{0,2} \[([+-]?[\d.]+), ([+-]?[\d.]+)\]", line):
+            means = printed.get(f"[{low}, {high}]", [])
+            assert any(abs(float(mean) - value) <= 0.051 for value in means), (line[:60], mean, low, high, means)
+            excludes.append(float(low) > 0 or float(high) < 0)
+            quoted += 1
+        assert line.rstrip(" |").rsplit("|", 1)[-1].strip().startswith("resolved (nominal)") == any(excludes), line
+    assert quoted >= 15
+
+
+def test_the_compute_figures_sit_in_their_studys_section_after_a_compute_paragraph():
+    """Each validation-against-compute figure of the digits studies (docs/lra.md) sits in the section of a study
+    that ran its configuration, right after a paragraph on accuracy against compute, not after a test result
+    about another study (the README, which once showed some after `digits_whole_budget`'s result, shows none)."""
+    configs = shipped_study_configs()
+    text = (ROOT / "docs" / "lra.md").read_text()
+    part = text[text.index("## Real pictures"):text.index("### Re-running a committed cell")]
+    figure = re.compile(r"^!\[[^\]]*\]\(lra/budget_study_compute_(\w+)\.png\)$")
+    shown = 0
+    for section in re.split(r"^### ", part, flags=re.MULTILINE)[1:]:
+        study = re.search(r"\(`(digits\w*)`\)", section.splitlines()[0])
+        paragraphs = section.split("\n\n")
+        for number, paragraph in enumerate(paragraphs):
+            names = [figure.match(line) for line in paragraph.strip().splitlines()]
+            if not names or not all(names):
+                continue
+            assert study, section.splitlines()[0]
+            assert {name.group(1) for name in names} <= set(configs[study.group(1)]), (study.group(1), paragraph)
+            assert re.search(r"against compute|FLOPs", paragraphs[number - 1], flags=re.IGNORECASE), paragraph
+            shown += len(names)
+    assert shown == len(re.findall(r"^!\[[^\]]*\]\(lra/budget_study_compute_digits", part, flags=re.MULTILINE)) >= 9
+    assert "budget_study_compute_" not in (ROOT / "README.md").read_text()

@@ -12,7 +12,9 @@ README.md and docs/*.md are read as a user would copy from them:
   before the script name (`accelerate launch --multi_gpu ...`) and commands of other programs
   (pip, pytest, accelerate alone) are not the package's. A flag mentioned outside such a command
   belongs to the script a section's heading names, in docs/running.md (run_spt.py's flag
-  reference) to run_spt.py, and elsewhere must at least be accepted by some repository script.
+  reference) to run_spt.py, and elsewhere must at least be accepted by some repository script;
+- every relative link `[text](target)` outside code names a file that exists and, where it names a heading
+  (`page.md#anchor`, `#anchor`), a heading of that Markdown page, by the anchor GitHub renders for it.
 
 The parsers are read, not guessed: one subprocess runs each script with `--help` as `__main__`,
 stops it when its parser is about to parse, and reports that parser's option strings.
@@ -50,6 +52,8 @@ OTHER_SCRIPT = re.compile(r"(?<![\w.-])[\w./-]*\w\.py\s+--")  # a script (not ou
 CODE_SPAN = re.compile(r"`([^`]+)`")
 FENCE = re.compile(r"^\s*(```|~~~)\s*(\w*)")
 ENV_ASSIGNMENT = re.compile(r"^\w+=\S*$")
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,32 @@ def read_doc(path: Path) -> list[Mention]:
     return mentions
 
 
+
+def _outside_code(path: Path) -> list[tuple[int, str]]:
+    """A Markdown page's numbered lines outside fenced code blocks."""
+    kept, fence = [], False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if FENCE.match(line):
+            fence = not fence
+        elif not fence:
+            kept.append((number, line))
+    return kept
+
+
+@cache
+def anchors(path: Path) -> frozenset[str]:
+    """The heading anchors GitHub renders for a Markdown page: the heading lower-cased, punctuation (backticks,
+    colons, commas, apostrophes, dots, parentheses) dropped, spaces made hyphens; a repeated one numbered -1, -2."""
+    slugs: set[str] = set()
+    counts: dict[str, int] = {}
+    for _, line in _outside_code(path):
+        if match := HEADING.match(line):
+            slug = re.sub(r"[^\w\- ]", "", match.group(1).lower()).replace(" ", "-")
+            counts[slug] = counts.get(slug, -1) + 1
+            slugs.add(f"{slug}-{counts[slug]}" if counts[slug] else slug)
+    return frozenset(slugs)
+
+
 @cache
 def all_mentions() -> tuple[Mention, ...]:
     return tuple(mention for path in DOCS for mention in read_doc(path))
@@ -284,6 +314,25 @@ def test_script_flags_exist() -> None:
             wrong.append(f"{m.doc}:{m.line}: {m.name} is not a flag of {SCRIPTS[m.script].relative_to(ROOT)}")
     assert not wrong, "\n".join(wrong)
 
+
+def test_links_resolve() -> None:
+    """A relative link outside code names a file of the checkout and, with `#anchor`, a heading of that page."""
+    links = []
+    for path in DOCS:
+        for number, line in _outside_code(path):
+            text = CODE_SPAN.sub(lambda span: " " * len(span.group(0)), line)
+            links += [(path, number, match.group(1)) for match in MARKDOWN_LINK.finditer(text)
+                      if not re.match(r"[a-z][\w+.-]*:", match.group(1))]  # https:, mailto: are not the checkout's
+    broken = []
+    for path, number, target in links:
+        name, _, anchor = target.partition("#")
+        page = (path.parent / name).resolve() if name else path
+        if not page.exists():
+            broken.append(f"{path.relative_to(ROOT)}:{number}: {target}: no such file")
+        elif anchor and page.suffix == ".md" and anchor not in anchors(page):
+            broken.append(f"{path.relative_to(ROOT)}:{number}: {target}: no heading with that anchor")
+    assert len(links) > 50 and any("#" in target for _, _, target in links)
+    assert not broken, "\n".join(broken)
 
 def test_flag_reference_lists_every_mode_and_recipe() -> None:
     """docs/running.md's `--mode a|b|...` and `--recipe a|b` rows name exactly the values the code takes (an
