@@ -1,0 +1,56 @@
+"""The MNIST studies fit together as issue 56 declares them: the preregistered study's seeds are none of the
+pilot's or the exploratory study's, its configuration is the one the pilot measured (so the pilot's spread sizes
+it), its declared seeds reach the power its own power line asks for, and the locality study differs from it only
+in the pixels (28x28, or permuted)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from hf_spt.experiments.suites.budget_study import study_grid, study_preregistration
+from hf_spt.reports.preregistration import seeds_for_power
+
+DECLARED, PILOT, LOCALITY = "mnist_preregistered", "mnist_pilot", "mnist_locality"
+DECLARED_CONFIG, PILOT_CONFIG = "mnist14_n1000_declared", "mnist14_n1000"
+
+
+def _setup(study: str, config: str) -> dict:
+    """What a configuration of a study trains with: its task (options and budgets), model, shared settings, arms."""
+    grid = study_grid(study)
+    return {"task": asdict(grid.task_spec(config)), "model": grid.model, "experiment": grid.experiment,
+            "arms": [asdict(arm) for arm in grid.arms]}
+
+
+def test_the_declared_seeds_are_fixed_and_none_was_used_before():
+    registration = study_preregistration(DECLARED)
+    assert list(registration.seeds) == study_grid(DECLARED).seeds  # the study trains exactly the declared seeds
+    assert len(registration.seeds) >= 20
+    assert not set(registration.seeds) & (set(study_grid(PILOT).seeds) | set(study_grid(LOCALITY).seeds))
+
+
+def test_the_declared_configuration_is_the_one_the_pilot_measured():
+    declared, pilot = _setup(DECLARED, DECLARED_CONFIG), _setup(PILOT, PILOT_CONFIG)
+    assert declared["task"] == pilot["task"] and declared["model"] == pilot["model"]
+    assert declared["experiment"] == pilot["experiment"]
+    assert sorted(declared["arms"], key=str) == sorted(pilot["arms"], key=str)
+
+
+def test_the_declared_seeds_give_the_power_the_pilot_asks_for():
+    registration = study_preregistration(DECLARED)
+    assert registration.pilot_sd is not None
+    assert len(registration.seeds) >= seeds_for_power(registration.pilot_sd, registration.smallest_effect,
+                                                      registration.alpha)
+
+
+def test_the_locality_study_changes_only_the_pixels():
+    declared = _setup(DECLARED, DECLARED_CONFIG)
+    changes = {"mnist28_n1000": {"image_size": 28}, "mnist14_n1000_permuted": {"permuted": True}}
+    for config, change in changes.items():
+        setup = _setup(LOCALITY, config)
+        options = setup["task"]["task_options"]
+        assert {key: options[key] for key in change} == change
+        assert {k: v for k, v in options.items() if k not in change} == {
+            k: v for k, v in declared["task"]["task_options"].items() if k not in change}
+        assert setup["task"]["experiment"] == declared["task"]["experiment"]
+        assert (setup["model"], setup["experiment"]) == (declared["model"], declared["experiment"])
+        assert sorted(setup["arms"], key=str) == sorted(declared["arms"], key=str)
