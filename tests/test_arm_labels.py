@@ -26,8 +26,11 @@ TITLES_BEFORE = {"digits8": "digits, 8x8 pixels (64 tokens)", "digits16": "digit
 """The words the published figures name the shipped configurations by (the table `arm_labels` held before the
 studies' files did): a published figure drawn again reads the same."""
 TITLES_SINCE = {"mnist14_n1000": "MNIST 14x14, 1,000 labelled pictures",
-                "mnist14_n3000": "MNIST 14x14, 3,000 labelled pictures"}
-"""Studies shipped since (issue 56's MNIST pilot)."""
+                "mnist14_n3000": "MNIST 14x14, 3,000 labelled pictures",
+                "mnist14_n1000_declared": "MNIST 14x14, 1,000 labelled pictures (declared)",
+                "mnist14_n1000_permuted": "MNIST 14x14 permuted, 1,000 labelled pictures",
+                "mnist28_n1000": "MNIST 28x28, 1,000 labelled pictures"}
+"""Studies shipped since (issue 56's MNIST pilot, preregistered study and locality study)."""
 
 
 def test_arms_read_as_the_docs_name_them():
