@@ -164,8 +164,9 @@ def _interval_rows(report: str) -> dict[str, list[float]]:
     for line in report.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         for index, cell in enumerate(cells):
-            if re.fullmatch(r"\[[+-]?[\d.]+, [+-]?[\d.]+\]", cell):
-                means.setdefault(cell, []).append(float(cells[index - 2]))  # mean | sd | interval
+            if re.fullmatch(r"\[[+-]?[\d.]+, [+-]?[\d.]+\]", cell):  # mean | sd | interval, or a declared test's
+                mean = cells[index - 2] if re.fullmatch(r"[+-]?[\d.]+", cells[index - 2]) else cells[index - 1]
+                means.setdefault(cell, []).append(float(mean))  # mean | interval
     return means
 
 

@@ -6,12 +6,15 @@ in the pixels (28x28, or permuted)."""
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 
 from hf_spt.experiments.suites.budget_study import study_grid, study_preregistration
 from hf_spt.reports.preregistration import seeds_for_power
 
 DECLARED, PILOT, LOCALITY = "mnist_preregistered", "mnist_pilot", "mnist_locality"
 DECLARED_CONFIG, PILOT_CONFIG = "mnist14_n1000_declared", "mnist14_n1000"
+ROOT = Path(__file__).resolve().parents[1]
+README_MARKER = "<!-- preregistered-result: filled from docs/lra/mnist_preregistered/budget_study.md -->"
 
 
 def _setup(study: str, config: str) -> dict:
@@ -54,3 +57,18 @@ def test_the_locality_study_changes_only_the_pixels():
         assert setup["task"]["experiment"] == declared["task"]["experiment"]
         assert (setup["model"], setup["experiment"]) == (declared["model"], declared["experiment"])
         assert sorted(setup["arms"], key=str) == sorted(declared["arms"], key=str)
+
+
+def test_the_readme_leads_with_the_preregistered_report():
+    """The README's first results table quotes the committed report's primary row: its seeds so far, mean and
+    interval, and says "interim" exactly while seeds are missing (so the lead cannot go stale as rows land)."""
+    report = (ROOT / "docs" / "lra" / "mnist_preregistered" / "budget_study.md").read_text()
+    primary = next(line for line in report.splitlines() if line.startswith("| primary |"))
+    cells = [cell.strip() for cell in primary.strip("|").split("|")]
+    seeds, mean, interval = cells[2], cells[3], cells[4]
+    have, declared = (int(number) for number in seeds.split(" of "))
+    readme = (ROOT / "README.md").read_text()
+    results = readme[readme.index("## Results"):]
+    lead = results[results.index(README_MARKER):].splitlines()[3]  # marker, header, rule, then the row
+    assert f"{have} of {declared}" in lead and f"{mean} {interval}" in lead
+    assert ("interim" in lead) == (have < declared)
