@@ -100,6 +100,31 @@ def test_the_report_opens_with_the_declaration_and_labels_the_rest_exploratory()
     assert study_markdown(summarize_study(all_rows), [], study_evidence(all_rows, {})).startswith("Paired by seed:")
 
 
+def test_exploratory_rows_repeating_a_declared_contrast_point_back_to_its_test():
+    """Config a's paired table repeats the primary and a secondary over every seed (pilot seed 3 included): those
+    rows say where they are tested, carry no verdict of their own and leave the exploratory count."""
+    def shaped(row):  # as a budget study writes it: SPT and the compute-matched control at one 10-epoch budget
+        budget = None if row["arm"] == "scratch" else 10
+        return {**row, "pretrain_epochs": budget, "num_layers": 2, "budget_tokens": 1000 * bool(budget),
+                "pretrain_tokens": 1000 * (row["arm"] == "spt")}
+
+    all_rows = [shaped(row) for row in rows()]
+    evidence = study_evidence(all_rows, {})
+    plain = study_markdown(summarize_study(all_rows), [], evidence)
+    text = study_markdown(summarize_study(all_rows), [], evidence, preregistered_lines(registration(), all_rows),
+                          registration().roles())
+    exploratory = text[text.index("## Exploratory"):]
+    primary = next(line for line in exploratory.splitlines() if "| spt | scratch_compute_matched_full |" in line)
+    secondary = next(line for line in exploratory.splitlines() if "| spt | scratch |" in line)
+    assert primary.endswith("| declared primary: tested above |") and "3, 10, 11, 12, 13" in primary
+    assert secondary.endswith("| declared secondary: tested above |")
+    assert "Paired by seed: no interval beyond the declared contrasts" in exploratory
+    assert "| spt | scratch |" in plain and "tested above" not in plain and plain.startswith("Paired by seed: 2 paired")
+    assert registration().roles() == {("a", "spt", "scratch_compute_matched_full"): "primary",
+                                      ("a", "spt", "scratch"): "secondary",
+                                      ("b", "spt", "scratch_compute_matched_full"): "secondary"}
+
+
 def git(folder: Path, *arguments: str) -> str:
     return subprocess.run(["git", "-C", str(folder), *arguments], capture_output=True, text=True,
                           check=True).stdout.strip()
@@ -132,7 +157,9 @@ def test_git_says_whether_the_declaration_was_committed_before_every_primary_row
 
     assert line(after[:12]) == (f"Declaration: declared at commit {declared[:12]}, an ancestor in git of the commit of "
                                 "every primary row (8 rows): declared before each of them.")
-    assert "declared before each" in line(f"{declared[:12]}-dirty")
+    dirty = line(f"{declared[:12]}-dirty")
+    assert "declared before each" in dirty and "The commit of 4 seed(s)' rows (10, 11, 12, 13) carries uncommitted" in dirty
+    assert "uncommitted" not in line(after[:12])
     assert "8 primary row(s) ran at a commit that does not hold the declaration (seeds 10, 11, 12, 13): NOT" in line(
         before[:12])
     assert "cannot tell" in line("unknown") and "cannot tell" in line("0123456789ab")

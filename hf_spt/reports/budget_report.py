@@ -92,13 +92,22 @@ POOL_NOTE = ("the seed is the unit: each seed's mean difference over the compari
              "data split (and, against plain scratch, one scratch run), so they are not independent pairs.")
 
 
-def _paired_lines(comparisons: list[dict[str, Any]], pooled: list[dict[str, Any]]) -> list[str]:
+def _declared_role(comparison: dict[str, Any], roles: Mapping[tuple[str, str, str], str]) -> str | None:
+    """The role ("primary", "secondary") of the declared contrast a paired comparison repeats, or None."""
+    return roles.get((comparison["config"], comparison["arm"], comparison["control"]))
+
+
+def _paired_lines(comparisons: list[dict[str, Any]], pooled: list[dict[str, Any]],
+                  roles: Mapping[tuple[str, str, str], str]) -> list[str]:
     """A configuration's paired table (`paired_seeds`): one row per arm with pretrained weights and control, then
-    SPT pooled over the configuration's budgets, seed by seed."""
+    SPT pooled over the configuration's budgets, seed by seed. A row repeating a declared contrast (`roles`) points
+    to the preregistered table, where it is tested, instead of a verdict of its own."""
     rows = [([f"{c['pretrain_epochs']:g}", c["arm"], c["control"]], c["difference"]) for c in comparisons]
     rows += [(["all", "spt", p["control"]], p["difference"]) for p in pooled]
+    verdicts = [None if role is None else f"declared {role}: tested above" for role in
+                (_declared_role(c, roles) for c in comparisons)] + [None] * len(pooled)
     note = f" \"all\": SPT's budgets pooled; {POOL_NOTE}" if pooled else ""
-    return ["", PAIRED_NOTE + note, "", *paired_table(["SPT epochs", "arm", "control"], rows)]
+    return ["", PAIRED_NOTE + note, "", *paired_table(["SPT epochs", "arm", "control"], rows, verdicts=verdicts)]
 
 
 def _pooled_study_lines(pooled: list[dict[str, Any]]) -> list[str]:
@@ -111,22 +120,29 @@ def _pooled_study_lines(pooled: list[dict[str, Any]]) -> list[str]:
             "seed\" is each seed's mean.", "", *paired_table(["study", "configurations", "control"], rows), ""]
 
 
-def _interval_line(evidence: dict[str, list[dict[str, Any]]]) -> str:
-    """How many paired intervals the report prints and how many exclude 0 (`paired_seeds.interval_count`)."""
-    return "Paired by seed: " + interval_count((entry["control"], entry["difference"])
-                                               for entry in (*evidence["paired"], *evidence["pooled"]))
+def _interval_line(evidence: dict[str, list[dict[str, Any]]], roles: Mapping[tuple[str, str, str], str]) -> str:
+    """How many paired intervals the report prints and how many exclude 0 (`paired_seeds.interval_count`), beyond
+    those repeating a declared contrast (`roles`), which the preregistered table tests."""
+    paired = [entry for entry in evidence["paired"] if _declared_role(entry, roles) is None]
+    if roles and not paired and not evidence["pooled"]:
+        return "Paired by seed: no interval beyond the declared contrasts, which the preregistered table tests."
+    count = interval_count((entry["control"], entry["difference"]) for entry in (*paired, *evidence["pooled"]))
+    return ("Paired by seed, beyond the declared contrasts: " if roles else "Paired by seed: ") + count
 
 
 def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]],
-                   evidence: dict[str, list[dict[str, Any]]], declared: Sequence[str] = ()) -> str:
+                   evidence: dict[str, list[dict[str, Any]]], declared: Sequence[str] = (),
+                   roles: Mapping[tuple[str, str, str], str] | None = None) -> str:
     """One table per configuration: a row per pretraining budget with both controls and the gains, the
     checkpoint's losses and proximity; then scratch and the control arms; then SPT's differences paired by seed
     (`evidence`: `study_evidence.study_evidence`'s); last, the pools over a study's
     configurations. First, how many paired intervals all this prints and how many exclude 0. Before everything,
     a preregistered study's confirmatory section (`declared`: `preregistration.preregistered_lines`), the rest then
-    headed exploratory."""
+    headed exploratory, where a paired row repeating a declared contrast (`roles`: `Preregistration.roles`) points
+    back to it and is not counted."""
+    roles = roles or {}
     lines = [*declared, "## Exploratory", "", EXPLORATORY_NOTE, ""] if declared else []
-    lines += [_interval_line(evidence), ""]
+    lines += [_interval_line(evidence, roles), ""]
     scopes = set(summary)
     for config, entry in summary.items():
         probes = _checkpoint_means(checkpoints, config)
@@ -150,7 +166,7 @@ def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[st
         lines += [f"| {arm} | {_pct(stats)} |" for arm, stats in entry["controls"].items()]
         comparisons = [c for c in evidence["paired"] if c["config"] == config]
         if comparisons:
-            lines += _paired_lines(comparisons, [p for p in evidence["pooled"] if p["scope"] == config])
+            lines += _paired_lines(comparisons, [p for p in evidence["pooled"] if p["scope"] == config], roles)
         lines.append("")
     lines += _pooled_study_lines([p for p in evidence["pooled"] if p["scope"] not in scopes])
     return "\n".join(lines)
@@ -335,10 +351,11 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
     configs = {row["config"] for row in rows}
-    declared = [line for registration in preregistrations if registration.primary.config in configs
-                for line in preregistered_lines(registration, rows)]
+    reported = [registration for registration in preregistrations if registration.primary.config in configs]
+    declared = [line for registration in reported for line in preregistered_lines(registration, rows)]
+    roles = {key: role for registration in reported for key, role in registration.roles().items()}
     write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + numerics_notes(rows, "config", "configuration")
-               + study_markdown(summary, checkpoints, evidence, declared))
+               + study_markdown(summary, checkpoints, evidence, declared, roles))
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME, titles)
     if paired_panels(evidence):  # the README's configurations, or a study of several configurations

@@ -185,22 +185,27 @@ def _bound(value: float) -> str:
     return _signed(value, 2) if float(text) == 0 and value != 0 else text
 
 
-def paired_cells(difference: PairedDifference, scale: float = 100.0) -> list[str]:
-    """The cells of `PAIRED_HEADER` for `difference`, values multiplied by `scale` (100: fractions as points)."""
+def paired_cells(difference: PairedDifference, scale: float = 100.0, verdict: str | None = None) -> list[str]:
+    """The cells of `PAIRED_HEADER` for `difference`, values multiplied by `scale` (100: fractions as points); the
+    verdict cell `verdict` where given (a row a report decides elsewhere), else the difference's own."""
     interval = difference.interval
     return [", ".join(map(str, difference.seeds)),
             ", ".join(_signed(scale * d, 2) for d in difference.differences),
             _signed(scale * difference.mean, 1),
             "n/a" if difference.sd is None else one_decimal(scale * difference.sd),
             "n/a" if interval is None else f"[{_bound(scale * interval[0])}, {_bound(scale * interval[1])}]",
-            f"{difference.ahead} of {difference.n}", difference.verdict()]
+            f"{difference.ahead} of {difference.n}", verdict or difference.verdict()]
 
 
-def paired_table(labels: list[str], rows: list[tuple[list[str], PairedDifference]], scale: float = 100.0) -> list[str]:
-    """A markdown table: the `labels` columns (each row's label cells), then `PAIRED_HEADER`'s."""
+def paired_table(labels: list[str], rows: list[tuple[list[str], PairedDifference]], scale: float = 100.0,
+                 verdicts: Sequence[str | None] = ()) -> list[str]:
+    """A markdown table: the `labels` columns (each row's label cells), then `PAIRED_HEADER`'s; `verdicts`, one per
+    row where given, replaces a row's verdict cell where it is not None (`paired_cells`)."""
     header = [*labels, *PAIRED_HEADER]
+    verdicts = list(verdicts) or [None] * len(rows)
     return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join([*cells, *paired_cells(difference, scale)]) + " |" for cells, difference in rows])
+            + ["| " + " | ".join([*cells, *paired_cells(difference, scale, verdict)]) + " |"
+               for (cells, difference), verdict in zip(rows, verdicts, strict=True)])
 
 
 __all__ = ["CONFIDENCE", "PAIRED_NOTE", "PAIRED_HEADER", "STD_NOTE", "t_quantile", "PairedDifference",

@@ -71,6 +71,12 @@ class Preregistration:
     pilot_sd: float | None = None
     declaration: Declaration = field(default_factory=lambda: Declaration(None, None, "not looked up"))
 
+    def roles(self) -> dict[tuple[str, str, str], str]:
+        """{(config, arm, control): "primary" or "secondary"} of the declared contrasts: what an exploratory table
+        repeating one of them points back to instead of deciding it again."""
+        return {**{(c.config, c.arm, c.control): "secondary" for c in self.secondary},
+                (self.primary.config, self.primary.arm, self.primary.control): "primary"}
+
 
 def contrast_difference(rows: Sequence[dict[str, Any]], contrast: Contrast,
                         seeds: Sequence[int]) -> PairedDifference | None:
@@ -161,9 +167,13 @@ def declaration_line(registration: Preregistration, rows: Sequence[dict[str, Any
         verdicts[None if commit is None else is_ancestor(declaration.repository, declaration.commit, commit)].append(
             row["seed"])
     where = f"declared at commit {declaration.commit[:12]}"
+    dirty = sorted({row["seed"] for row in primary_rows if str(row.get("commit")).endswith("-dirty")})
+    uncommitted = (f" The commit of {len(dirty)} seed(s)' rows ({', '.join(map(str, dirty))}) carries "
+                   "uncommitted changes (\"-dirty\"): the code they ran is that commit plus edits git did not record."
+                   if dirty else "")
     if not verdicts[False] and not verdicts[None]:
         return (f"Declaration: {where}, an ancestor in git of the commit of every primary row "
-                f"({len(primary_rows)} rows): declared before each of them.")
+                f"({len(primary_rows)} rows): declared before each of them.{uncommitted}")
     parts = []
     if verdicts[False]:
         parts.append(f"{len(verdicts[False])} primary row(s) ran at a commit that does not hold the declaration "
@@ -171,7 +181,7 @@ def declaration_line(registration: Preregistration, rows: Sequence[dict[str, Any
     if verdicts[None]:
         parts.append(f"{len(verdicts[None])} row(s) with no recorded commit or one this repository does not hold "
                      f"(seeds {', '.join(map(str, sorted(set(verdicts[None]))))}): cannot tell")
-    return f"Declaration: {where}; {'; '.join(parts)}."
+    return f"Declaration: {where}; {'; '.join(parts)}.{uncommitted}"
 
 
 def preregistered_lines(registration: Preregistration, rows: Sequence[dict[str, Any]]) -> list[str]:
