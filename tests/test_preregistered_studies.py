@@ -158,7 +158,13 @@ def test_git_says_whether_the_declaration_was_committed_before_every_primary_row
     assert line(after[:12]) == (f"Declaration: declared at commit {declared[:12]}, an ancestor in git of the commit of "
                                 "every primary row (8 rows): declared before each of them.")
     dirty = line(f"{declared[:12]}-dirty")
-    assert "declared before each" in dirty and "The commit of 4 seed(s)' rows (10, 11, 12, 13) carries uncommitted" in dirty
+    assert "declared before each" in dirty and dirty.endswith(
+        "The commit of 4 seed(s)' rows (10, 11, 12, 13) carries uncommitted changes (\"-dirty\": that commit plus "
+        "edits the rows do not name).")
+    named = [{**row, "uncommitted": "docs/lra.md"} if row["seed"] == 10 else row
+             for row in rows(commit=f"{declared[:12]}-dirty")]
+    assert next(text for text in preregistered_lines(registration, named) if text.startswith("Declaration")).endswith(
+        "that commit plus edits to docs/lra.md and edits the rows do not name).")
     assert "uncommitted" not in line(after[:12])
     assert "8 primary row(s) ran at a commit that does not hold the declaration (seeds 10, 11, 12, 13): NOT" in line(
         before[:12])

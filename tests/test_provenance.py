@@ -63,6 +63,31 @@ def test_the_commit_is_the_checkouts_as_the_code_was_loaded_not_as_a_result_is_w
     assert done.stdout.strip().splitlines()[-1] == loaded
 
 
+def test_a_dirty_commit_names_the_files_changed_on_top_of_it(tmp_path):
+    """"-dirty" alone cannot tell a documentation edit from a code edit: the result names the changed files."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--local", str(provenance.PACKAGE_ROOT), str(clone)], check=True,
+                   timeout=120)
+    script = ("import json\n"
+              "from hf_spt.runs import provenance\n"
+              "record = provenance.run_provenance()\n"
+              "print(json.dumps({'commit': record['commit'], 'uncommitted': record.get('uncommitted')}))\n")
+
+    def recorded() -> dict:
+        done = subprocess.run([sys.executable, "-c", script], cwd=clone, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(clone)}, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    clean = recorded()
+    assert not clean["commit"].endswith("-dirty") and clean["uncommitted"] is None  # a clean checkout adds no key
+    for path in ("README.md", "hf_spt/errors.py"):
+        with (clone / path).open("a") as changed:
+            changed.write("\n")
+    dirty = recorded()
+    assert dirty == {"commit": f"{clean['commit']}-dirty", "uncommitted": "README.md, hf_spt/errors.py"}
+
+
 def test_the_commit_is_unknown_outside_the_packages_own_checkout(tmp_path, monkeypatch):
     provenance.package_commit.cache_clear()
     monkeypatch.setattr(provenance, "PACKAGE_ROOT", tmp_path)  # no git checkout there

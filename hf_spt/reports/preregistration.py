@@ -167,10 +167,14 @@ def declaration_line(registration: Preregistration, rows: Sequence[dict[str, Any
         verdicts[None if commit is None else is_ancestor(declaration.repository, declaration.commit, commit)].append(
             row["seed"])
     where = f"declared at commit {declaration.commit[:12]}"
-    dirty = sorted({row["seed"] for row in primary_rows if str(row.get("commit")).endswith("-dirty")})
-    uncommitted = (f" The commit of {len(dirty)} seed(s)' rows ({', '.join(map(str, dirty))}) carries "
-                   "uncommitted changes (\"-dirty\"): the code they ran is that commit plus edits git did not record."
-                   if dirty else "")
+    dirty = [row for row in primary_rows if str(row.get("commit")).endswith("-dirty")]
+    named = sorted({path for row in dirty if row.get("uncommitted") for path in row["uncommitted"].split(", ")})
+    unnamed = any(not row.get("uncommitted") for row in dirty)  # rows written before the paths were recorded
+    edits = " and ".join(filter(None, [named and f"edits to {', '.join(named)}",
+                                       unnamed and "edits the rows do not name"]))
+    seeds = sorted({row["seed"] for row in dirty})
+    uncommitted = (f" The commit of {len(seeds)} seed(s)' rows ({', '.join(map(str, seeds))}) carries uncommitted "
+                   f"changes (\"-dirty\": that commit plus {edits})." if dirty else "")
     if not verdicts[False] and not verdicts[None]:
         return (f"Declaration: {where}, an ancestor in git of the commit of every primary row "
                 f"({len(primary_rows)} rows): declared before each of them.{uncommitted}")

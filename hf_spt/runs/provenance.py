@@ -5,7 +5,8 @@ A row of a report is read long after its run, often beside rows run at other com
 another checkout); without the commit and versions it was made with, a difference between rows cannot be told
 from a difference between code. The commit is `git describe --always --dirty` of the package's own checkout
 (an editable install), "unknown" where the package is not a git checkout's top (an installed wheel) or git is
-missing. The thread count is there because it changes the numbers: CPU reductions split over another number of
+missing; where it says "-dirty", "uncommitted" names the tracked files changed on top of it (a documentation
+edit, or code), so a reader can tell which. The thread count is there because it changes the numbers: CPU reductions split over another number of
 threads add in another order, and over a training run the difference grows (a digits cell at 16x16, 150 pictures,
 seed 0: test 22.75% on 1 thread, the committed row, and 24.5% on 2; docs/lra.md). The CPU is there for the same
 reason: torch dispatches its kernels by the instruction set it finds (`torch.backends.cpu.get_cpu_capability()`,
@@ -30,7 +31,7 @@ import torch
 from ..numerics import NATIVE_LABEL, PORTABLE_ENVIRONMENT, PORTABLE_LABEL, PORTABLE_LEVEL, is_pinned, overridden_values
 from ..training.model_card import installed_versions
 
-PROVENANCE_KEYS = ("commit", "versions", "torch_threads", "cpu", "numerics")
+PROVENANCE_KEYS = ("commit", "uncommitted", "versions", "torch_threads", "cpu", "numerics")
 """The keys `run_provenance` adds to a result; a result written before they existed has neither (a result without
 "numerics" was made with native numerics: `numerics_label`)."""
 UNKNOWN_COMMIT = "unknown"
@@ -57,7 +58,26 @@ def package_commit() -> str:
         return UNKNOWN_COMMIT
 
 
+MAX_NAMED_CHANGES = 20
+
+
+@functools.lru_cache(maxsize=1)
+def package_changes() -> str:
+    """The tracked files of the package's checkout changed since its commit (what makes `package_commit` "-dirty"),
+    as "path, path, ..." relative to the checkout (the first `MAX_NAMED_CHANGES`, then how many more); "" where
+    nothing changed or the commit is unknown. Read once per process, at import, like the commit."""
+    if not package_commit().endswith("-dirty"):
+        return ""
+    try:
+        paths = git_output(PACKAGE_ROOT, "diff", "--name-only", "HEAD").splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return "not readable"
+    more = len(paths) - MAX_NAMED_CHANGES
+    return ", ".join(paths[:MAX_NAMED_CHANGES]) + (f" and {more} more" if more > 0 else "")
+
+
 package_commit()  # the checkout as the code is loaded, not as it is when a result is written
+package_changes()
 
 
 @functools.lru_cache(maxsize=1)
@@ -96,11 +116,12 @@ def numerics_label(result: dict[str, Any]) -> str:
 
 
 def run_provenance() -> dict[str, Any]:
-    """{"commit": `package_commit()`, "versions": {library: version} of hf_spt, torch, transformers, datasets,
-    accelerate and huggingface_hub}, "torch_threads": the intra-op threads torch computed with, "cpu":
-    `cpu_description()`, "numerics": `numerics_record()`}."""
-    return {"commit": package_commit(), "versions": installed_versions(), "torch_threads": torch.get_num_threads(),
-            "cpu": cpu_description(), "numerics": numerics_record()}
+    """{"commit": `package_commit()`, "uncommitted": `package_changes()` (only for a "-dirty" commit), "versions":
+    {library: version} of hf_spt, torch, transformers, datasets, accelerate and huggingface_hub}, "torch_threads":
+    the intra-op threads torch computed with, "cpu": `cpu_description()`, "numerics": `numerics_record()`}."""
+    changes = {"uncommitted": package_changes()} if package_commit().endswith("-dirty") else {}
+    return {"commit": package_commit(), **changes, "versions": installed_versions(),
+            "torch_threads": torch.get_num_threads(), "cpu": cpu_description(), "numerics": numerics_record()}
 
 
 DESCRIBED = re.compile(r"^(?:.*-g)?([0-9a-f]{7,40})(?:-dirty)?$")
@@ -133,5 +154,6 @@ def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
     return {key: result[key] for key in PROVENANCE_KEYS if key in result}
 
 
-__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "git_output", "package_commit", "cpu_description", "numerics_record",
+__all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "MAX_NAMED_CHANGES", "git_output", "package_commit", "package_changes",
+           "cpu_description", "numerics_record",
            "numerics_label", "run_provenance", "described_commit", "is_ancestor", "recorded_provenance"]
