@@ -312,6 +312,31 @@ def test_run_analysis_reads_the_run(tiny_run):
     assert kernel_length == 2 * TINY_TASK["length"] - 1  # the run's sequence length, read from results.json
 
 
+def test_the_report_records_its_code_and_numerics_and_can_be_portable(tiny_run, tmp_path):
+    """report.json says which code and CPU numerics computed it (as a run's phase.json does); on the command line,
+    --portable_numerics pins the analysis as it pins a training run, and the two computations agree to rounding."""
+    from hf_spt.runs import provenance
+
+    argv = ["--run", str(tiny_run), "--model", str(tiny_run / "pretrain"), "--num_examples", "4",
+            "--probe_batch_size", "4", "--frequency_buckets", "2"]
+    native = run_analysis([*argv, "--output_dir", str(tmp_path / "native")])
+    assert native["provenance"]["commit"] == provenance.package_commit()
+    assert native["provenance"]["numerics"]["label"] == "native"
+    assert "CPU numerics" in (tmp_path / "native" / "report.md").read_text()
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        pytest.skip("portable numerics pins x86 AVX2")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(ROOT / "run_scripts" / "run_analysis.py"), *argv, "--output_dir",
+               str(tmp_path / "portable"), "--portable_numerics"]
+    completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    portable = json.loads((tmp_path / "portable" / "report.json").read_text())
+    assert portable["provenance"]["numerics"]["label"] == "portable AVX2"
+    for native_layer, portable_layer in zip(native["proximity"]["pretrain"], portable["proximity"]["pretrain"],
+                                            strict=True):
+        assert native_layer["near2_ratio_mean"] == pytest.approx(portable_layer["near2_ratio_mean"], rel=1e-4)
+
+
 def test_more_frequency_buckets_than_token_types_get_one_bucket_per_type(tiny_run, tmp_path):
     """A task with fewer token types than --frequency_buckets (Pathfinder has two) is analysed, not refused at the
     end of the report: one bucket per type, said in the report; the `all` row compares with the unigram loss."""

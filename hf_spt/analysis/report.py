@@ -11,6 +11,7 @@ and MLM loss by token frequency (MLM models, plus an optional weight-decay sweep
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,10 +193,12 @@ def _frequency_section(names, models, config, task: Task, args: ReportOptions, f
 
 
 def analyse_models(
-    task: Task, model_paths: list[str | Path], output_dir: str | Path, args: ReportOptions | None = None
+    task: Task, model_paths: list[str | Path], output_dir: str | Path, args: ReportOptions | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run every probe on the models in `model_paths` (model folders or Trainer runs) on `task`'s data,
-    and write the report into `output_dir`; return it."""
+    and write the report into `output_dir`; return it. `provenance` (the code and numerics computing it, as the
+    command line records them) goes into the report as given."""
     args = args or ReportOptions()
     torch.manual_seed(args.seed)
     model_folders = [resolve_model_folder(path) for path in model_paths]
@@ -214,6 +217,11 @@ def analyse_models(
                               "num_examples": len(sequences)}
     lines = [f"# Mechanism analysis: {task.name}", "",
              "| model | folder |", "|---|---|", *[f"| {n} | {f} |" for n, f in zip(names, model_folders)], ""]
+    if provenance is not None:
+        report["provenance"] = dict(provenance)
+        numerics = (provenance.get("numerics") or {}).get("label", "not recorded")
+        lines += [f"Computed at commit {provenance.get('commit', 'not recorded')}, {numerics} CPU numerics, "
+                  f"{provenance.get('torch_threads', '?')} torch thread(s).", ""]
     sections = (
         ("proximity", lambda: _proximity_section(names, summaries, args.near, folder)),
         ("positional_kernel", lambda: _kernel_section(names, models, length, folder)),

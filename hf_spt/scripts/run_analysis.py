@@ -13,6 +13,9 @@ Usage:
     # any model folders, with the task flags of the run that trained them
     python run_scripts/run_analysis.py --model runs/markov/pretrain --task markov --output_dir analysis
 
+    # figures that reproduce on any x86 CPU with AVX2 (as a --portable_numerics run's rows do)
+    python run_scripts/run_analysis.py --run runs/markov --portable_numerics
+
 With `--run`, the task, `--task_options`, `--max_length` and `--seed` come from the run's
 results.json (an ablation's: its grid.json); giving one that contradicts it is an error naming
 both values. Writes report.md, report.json and PNGs into --output_dir (default RUN/analysis, or
@@ -24,6 +27,7 @@ from __future__ import annotations
 from hf_spt.experiments.suites.analysis_run import AnalysisArguments, analyse, report_folder
 from hf_spt.experiments.arguments import DataArguments, SettingsParser
 from hf_spt.experiments.exit_status import run_cli
+from hf_spt.experiments.numerics_entry import hold_numerics
 
 
 def parse_arguments(argv: list[str]) -> tuple[DataArguments, AnalysisArguments, set[str]]:
@@ -34,7 +38,9 @@ def parse_arguments(argv: list[str]) -> tuple[DataArguments, AnalysisArguments, 
 
 
 def run(data_args: DataArguments, args: AnalysisArguments, given: set[str] | None = None) -> dict:
-    """The analysis report of `args` written; returns it (`given`: the flags typed, see `parse_arguments`)."""
+    """The analysis report of `args` written; returns it (`given`: the flags typed, see `parse_arguments`). With
+    `--portable_numerics` the process is pinned first (the analysis computes on the CPU)."""
+    hold_numerics(args.portable_numerics, use_cpu=True)
     report = analyse(data_args, args, given)
     print(f"Report written to {report_folder(args) / 'report.md'}")
     return report

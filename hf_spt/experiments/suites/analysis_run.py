@@ -11,6 +11,9 @@ together anyway. An unreadable `results.json`/`grid.json` or weight file is a us
 the file. An ablation folder (`run_ablation.py`'s, with its `grid.json`) gives the cells
 of one grid task and seed (`--task KEY`, `--seed S`: needed when the grid has several), one model
 per arm, on that task's data. Without `--run`, `--model` folders and the data flags say everything.
+The report records which code and CPU numerics computed it (`provenance`: commit, versions, threads, CPU,
+numerics, as a run's `phase.json` does); `--portable_numerics` pins the analysis to portable CPU numerics, as it
+pins a training run, so its figures reproduce on any x86 CPU with AVX2.
 The report's folder (`--output_dir`, by default RUN/analysis) is checked as a run's output folder is before any
 data or model is read, so a run folder that cannot be written is refused in one line: `--output_dir` elsewhere
 analyses it.
@@ -26,10 +29,12 @@ from ...analysis.report import ReportOptions, analyse_models
 from ...errors import MissingInputError, UserInputError
 from ...runs.folder import check_writable_folder
 from ...runs.one_run import check_one_run
+from ...runs.provenance import run_provenance
 from ..arguments import DataArguments
 from ..pipeline import prepare_task
 from ..run_spec import task_requests
 from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_jobs
+from ..suite_flags import portable_numerics_field
 from .finished_runs import read_record, recorded_settings, run_record
 
 RUN_MODEL_FOLDERS = ("scratch", "spt", "pretrain")
@@ -53,6 +58,7 @@ class AnalysisArguments(ReportOptions):
         default=None, metadata={"help": "Where the PNGs, report.md and report.json go (default: RUN/analysis with "
                                         "--run, else analysis)."}
     )
+    portable_numerics: bool = portable_numerics_field()
 
 
 def _choose(flag: str, given: bool, typed: Any, choices: list[Any]) -> Any:
@@ -114,7 +120,8 @@ def analyse(data_args: DataArguments, args: AnalysisArguments, given: set[str] |
         raise UserInputError("Nothing to analyse: pass --run RUN_DIR (a run_spt.py output folder) or --model FOLDER...")
     folder = writable_report_folder(args)
     options = ReportOptions(**{f.name: getattr(args, f.name) for f in fields(ReportOptions)})
-    return analyse_models(prepare_task(task_requests(data_args)[0], options.seed), models, folder, options)
+    return analyse_models(prepare_task(task_requests(data_args)[0], options.seed), models, folder, options,
+                          run_provenance())
 
 
 def report_folder(args: AnalysisArguments) -> Path:
