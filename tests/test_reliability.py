@@ -87,6 +87,43 @@ def test_results_are_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
     assert json.loads(target.read_text()) == {"old": 1} and [p.name for p in tmp_path.iterdir()] == ["results.json"]
 
 
+def test_a_phase_killed_and_resumed_ends_with_the_bits_of_one_never_interrupted(tmp_path):
+    """A launch killed mid-phase and run again resumes from the last complete checkpoint: dropout, masking, batch
+    order and early stopping go on from the checkpoint's states, so the row is the one an uninterrupted run gives
+    (weights to the bit, every metric), for SPT's pretraining, its fine-tuning and a patient scratch arm."""
+    import hashlib
+
+    def compare_run(folder: Path) -> None:
+        data_args, model_args, exp, training = tiny_arguments(
+            folder, mode="compare", pretrain_batch_size=16, finetune_batch_size=16, hidden_dropout_prob=0.2,
+            early_stopping_patience=1)
+        exp.pretrain_epochs, exp.finetune_epochs = 2, 4
+        run_experiment(data_args, model_args, exp, training)
+
+    def kill(phase: Path) -> None:  # as if killed after its next-to-last checkpoint
+        shutil.rmtree(max(phase.glob("checkpoint-*"), key=lambda checkpoint: int(checkpoint.name.split("-")[1])))
+        (phase / "phase.json").unlink()
+        (phase / "model.safetensors").unlink()
+
+    compare_run(tmp_path / "straight")
+    resumed = tmp_path / "resumed"
+    compare_run(resumed)
+    kill(resumed / "pretrain")
+    shutil.rmtree(resumed / "spt")  # fine-tuned from the killed pretraining: starts again from its checkpoint
+    compare_run(resumed)
+    kill(resumed / "spt")
+    kill(resumed / "scratch")
+    compare_run(resumed)
+    for phase in ("pretrain", "spt", "scratch"):
+        straight, again = (json.loads((folder / phase / "phase.json").read_text())
+                           for folder in (tmp_path / "straight", resumed))
+        assert "eval_loss" in straight
+        assert ({k: v for k, v in again.items() if "loss" in k or "accuracy" in k}
+                == {k: v for k, v in straight.items() if "loss" in k or "accuracy" in k}), phase
+        assert (hashlib.sha256((resumed / phase / "model.safetensors").read_bytes()).digest()
+                == hashlib.sha256((tmp_path / "straight" / phase / "model.safetensors").read_bytes()).digest()), phase
+
+
 def test_resumed_phase_counts_the_seconds_of_every_session(tmp_path):
     scratch_run(tmp_path, epochs=2)
     state_file = tmp_path / "scratch" / "checkpoint-3" / "trainer_state.json"
