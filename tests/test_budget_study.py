@@ -117,6 +117,35 @@ def test_a_run_naming_a_new_seed_reports_the_seeds_the_folder_already_holds(tmp_
     assert json.loads((tmp_path / "run/grid.json").read_text())["seeds"] == [0, 1]
 
 
+def test_configs_trains_the_named_configurations_and_reports_every_finished_one(tmp_path, capsys):
+    """`--configs n` trains configuration n only (a study of several, run one configuration a launch) and the
+    report holds every configuration the folder has finished; an unknown name is refused with the study's."""
+    torch.set_num_threads(1)
+    study_file = tmp_path / "study.yaml"
+    arms = [arm for arm in STUDY["arms"] if arm["name"] in ("scratch", "spt_e1")]
+    tasks = {"m": STUDY["tasks"]["m"], "n": {**STUDY["tasks"]["m"], "task_options": {
+        **STUDY["tasks"]["m"]["task_options"], "length": LENGTH - 2}}}
+    study_file.write_text(yaml.safe_dump({**STUDY, "arms": arms, "tasks": tasks, "output_dir": str(tmp_path / "run")}))
+    with pytest.raises(UserInputError, match="--configs x: the study has no such configuration \\(it has m, n\\)"):
+        run_budget_study.run(run_budget_study.BudgetStudyArguments(study=str(study_file), configs="x"))
+    with pytest.raises(UserInputError, match="--configs sets what a study trains, and --combine trains nothing"):
+        run_budget_study.BudgetStudyArguments(combine="a", configs="m", output_dir=str(tmp_path))
+    capsys.readouterr()
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(study=str(study_file), configs="n", dry_run=True))
+    plan = capsys.readouterr().out
+    assert "cells/n/" in plan and "cells/m/" not in plan and "pretrain/n_" in plan and "pretrain/m_" not in plan
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(study=str(study_file), configs="n", probe_examples=8))
+    rows = json.loads((tmp_path / "run/budget_study.json").read_text())
+    assert sorted((row["config"], row["arm"]) for row in rows) == [("n", "scratch"), ("n", "spt")]
+    assert not (tmp_path / "run/cells/m").exists()
+    first = (tmp_path / "run/cells/n/scratch/seed0/phase.json").read_text()
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(study=str(study_file), configs="m", probe_examples=8))
+    rows = json.loads((tmp_path / "run/budget_study.json").read_text())
+    assert sorted((row["config"], row["arm"]) for row in rows) == [("m", "scratch"), ("m", "spt"), ("n", "scratch"),
+                                                                    ("n", "spt")]
+    assert (tmp_path / "run/cells/n/scratch/seed0/phase.json").read_text() == first  # not trained again
+
+
 def test_arm_model_settings_and_budget_controls_are_checked():
     assert not Arm("cm", compute_matched=True, pretrain_epochs=5).pretrain  # a budget for the control, not SPT
     assert Arm("spt_e5", pretrain_epochs=5).pretrain

@@ -65,6 +65,9 @@ class BudgetStudyArguments:
     seeds: str | None = field(default=None, metadata={
         "help": "Comma-separated seeds to train (default: the study's); the report also holds every seed the output "
                 "folder holds from an earlier run."})
+    configs: str | None = field(default=None, metadata={
+        "help": "Comma-separated configurations (the study's task keys) to train (default: every one); the report "
+                "also holds every configuration the output folder has finished."})
     output_dir: str | None = field(default=None, metadata={"help": "Default: the study's output_dir."})
     probe_examples: int = field(default=256, metadata={"range": POSITIVE_INT,
                                                        "help": "Validation inputs each SPT checkpoint is probed on."})
@@ -91,14 +94,16 @@ class BudgetStudyArguments:
     def __post_init__(self):
         check_declared(self)
         self.seed_list = comma_seeds(self.seeds) if self.seeds else None
+        self.config_list = comma_names(self.configs, "--configs") if self.configs else None
         self.combined_folders = comma_names(self.combine, "--combine") if self.combine else None
         self.replaced_configs = comma_names(self.replace_configs, "--replace_configs") if self.replace_configs else []
         self.added_configs = comma_names(self.add_seeds, "--add_seeds") if self.add_seeds else []
         for flag, named in (("--replace_configs", self.replaced_configs), ("--add_seeds", self.added_configs)):
             if named and not self.combine:
                 raise UserInputError(f"{flag} chooses between the folders of --combine: give --combine too.")
-        if self.portable_numerics and self.combine:
-            raise UserInputError("--portable_numerics sets how a study trains, and --combine trains nothing: drop one.")
+        for flag, given in (("--portable_numerics", self.portable_numerics), ("--configs", self.configs)):
+            if given and self.combine:
+                raise UserInputError(f"{flag} sets what a study trains, and --combine trains nothing: drop one.")
         if self.mix_numerics and not self.added_configs:
             raise UserInputError("--mix_numerics lets --add_seeds join seeds made with other CPU numerics: give "
                                  "--add_seeds too.")
@@ -136,6 +141,10 @@ def run(args: BudgetStudyArguments) -> None:
     if not args.dry_run:
         hold_grid_numerics(grid.experiment)  # before any torch operation: may start the command again, pinned
     set_torch_threads(args.torch_threads)
+    unknown = [config for config in args.config_list or [] if config not in grid.tasks]
+    if unknown:
+        raise UserInputError(f"--configs {','.join(unknown)}: the study has no such configuration (it has "
+                             f"{', '.join(grid.tasks)}).")
     trained = grid.seeds
     earlier = [seed for seed in seeds_on_record(grid.output_dir) if seed not in trained]
     if earlier:  # the folder's earlier seeds stay in its report (their units are checked, not re-trained)
@@ -144,13 +153,14 @@ def run(args: BudgetStudyArguments) -> None:
     if args.dry_run:
         check_trainer_settings_of(grid)  # what the run checks before any data, but for the data themselves
         if main_process:
-            units = [cell for cell in cells(grid) if cell.seed in trained]
+            units = [cell for cell in cells(grid) if cell.seed in trained
+                     and (args.config_list is None or cell.task in args.config_list)]
             jobs = pretrain_jobs(grid, units)
             print(f"Study {args.study}: output {grid.output_dir}, seeds {trained} (reported: {grid.seeds})")
             print(f"SPT checkpoints ({len(jobs)}):", *(f"  {job.folder(grid)}" for job in jobs), sep="\n")
             print(f"Cells ({len(units)}):", *(f"  {cell.folder(grid)}" for cell in units), sep="\n")
         return
-    run_grid(grid, seeds=trained)
+    run_grid(grid, seeds=trained, tasks=args.config_list)
     from accelerate import PartialState
 
     if PartialState().is_main_process:

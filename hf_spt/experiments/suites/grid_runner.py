@@ -133,11 +133,12 @@ def grid_record(grid: Grid) -> dict[str, Any]:
 
 
 @locks_output_dir(lambda grid, **selection: grid.output_dir)  # rank 0 holds it; the cells' child processes take none
-def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None = None) -> list[dict[str, Any]]:
-    """Run every unfinished SPT job and cell of `grid` (only those of `arms` and `seeds` when given), then (main
-    process) write the report of every finished cell of the grid; return its rows. A narrower run trains less and
-    reports everything the folder holds: its `grid.json` and results keep the rows of the arms and seeds it left
-    out, and every unit's definition is checked either way."""
+def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None = None,
+             tasks: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run every unfinished SPT job and cell of `grid` (only those of `arms`, `seeds` and `tasks`, the grid's task
+    keys, when given), then (main process) write the report of every finished cell of the grid; return its rows. A
+    narrower run trains less and reports everything the folder holds: its `grid.json` and results keep the rows of
+    the arms, seeds and tasks it left out, and every unit's definition is checked either way."""
     # Without a GPU the launcher's ranks only form a (gloo) group when PartialState is told cpu=True.
     cpu = parse_flag_from_env("ACCELERATE_USE_CPU") or not torch.cuda.is_available()
     state = PartialState(cpu=cpu, timeout=timedelta(days=7))  # ranks wait at the last barrier for the slowest
@@ -149,7 +150,7 @@ def run_grid(grid: Grid, arms: list[str] | None = None, seeds: list[int] | None 
     if state.is_main_process:
         write_json(Path(grid.output_dir) / GRID_RECORD_NAME, grid_record(grid))
     todo_cells = [c for c in cells(grid) if (arms is None or c.arm in arms) and (seeds is None or c.seed in seeds)
-                  and read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
+                  and (tasks is None or c.task in tasks) and read_json(c.folder(grid) / PHASE_RESULT_NAME) is None]
     jobs = sorted(pretrain_jobs(grid, todo_cells), key=lambda job: (-job.epochs, str(job)))  # longest first
     jobs = [job for job in jobs if read_json(job.folder(grid) / PHASE_RESULT_NAME) is None]
     # One queue for every rank: each takes the next unit no rank has claimed. Every SPT job comes before every
