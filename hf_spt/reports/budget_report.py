@@ -29,7 +29,7 @@ from ..runs.folder import read_json
 from ..runs.provenance import PROVENANCE_KEYS
 from .arm_labels import arm_colour, arm_words, config_words
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_table
-from .preregistration import EXPLORATORY_NOTE, Preregistration, preregistered_lines
+from .preregistration import EXPLORATORY_NOTE, Preregistration, Roles, declared_verdict, preregistered_lines
 from .report_sources import join_by_config, numerics_mixes, numerics_notes, numerics_text
 from .seed_tables import mean_std_cell, one_decimal
 
@@ -92,20 +92,12 @@ POOL_NOTE = ("the seed is the unit: each seed's mean difference over the compari
              "data split (and, against plain scratch, one scratch run), so they are not independent pairs.")
 
 
-def _declared_role(comparison: dict[str, Any], roles: Mapping[tuple[str, str, str], str]) -> str | None:
-    """The role ("primary", "secondary") of the declared contrast a paired comparison repeats, or None."""
-    return roles.get((comparison["config"], comparison["arm"], comparison["control"]))
-
-
-def _paired_lines(comparisons: list[dict[str, Any]], pooled: list[dict[str, Any]],
-                  roles: Mapping[tuple[str, str, str], str]) -> list[str]:
+def _paired_lines(comparisons: list[dict[str, Any]], pooled: list[dict[str, Any]], roles: Roles) -> list[str]:
     """A configuration's paired table (`paired_seeds`): one row per arm with pretrained weights and control, then
-    SPT pooled over the configuration's budgets, seed by seed. A row repeating a declared contrast (`roles`) points
-    to the preregistered table, where it is tested, instead of a verdict of its own."""
+    SPT pooled over the configuration's budgets, seed by seed; a declared contrast's row points to its test."""
     rows = [([f"{c['pretrain_epochs']:g}", c["arm"], c["control"]], c["difference"]) for c in comparisons]
     rows += [(["all", "spt", p["control"]], p["difference"]) for p in pooled]
-    verdicts = [None if role is None else f"declared {role}: tested above" for role in
-                (_declared_role(c, roles) for c in comparisons)] + [None] * len(pooled)
+    verdicts = [declared_verdict(c, roles) for c in comparisons] + [None] * len(pooled)
     note = f" \"all\": SPT's budgets pooled; {POOL_NOTE}" if pooled else ""
     return ["", PAIRED_NOTE + note, "", *paired_table(["SPT epochs", "arm", "control"], rows, verdicts=verdicts)]
 
@@ -120,10 +112,9 @@ def _pooled_study_lines(pooled: list[dict[str, Any]]) -> list[str]:
             "seed\" is each seed's mean.", "", *paired_table(["study", "configurations", "control"], rows), ""]
 
 
-def _interval_line(evidence: dict[str, list[dict[str, Any]]], roles: Mapping[tuple[str, str, str], str]) -> str:
-    """How many paired intervals the report prints and how many exclude 0 (`paired_seeds.interval_count`), beyond
-    those repeating a declared contrast (`roles`), which the preregistered table tests."""
-    paired = [entry for entry in evidence["paired"] if _declared_role(entry, roles) is None]
+def _interval_line(evidence: dict[str, list[dict[str, Any]]], roles: Roles) -> str:
+    """How many paired intervals exclude 0 (`paired_seeds.interval_count`) beyond the declared contrasts (`roles`)."""
+    paired = [entry for entry in evidence["paired"] if declared_verdict(entry, roles) is None]
     if roles and not paired and not evidence["pooled"]:
         return "Paired by seed: no interval beyond the declared contrasts, which the preregistered table tests."
     count = interval_count((entry["control"], entry["difference"]) for entry in (*paired, *evidence["pooled"]))
@@ -131,15 +122,13 @@ def _interval_line(evidence: dict[str, list[dict[str, Any]]], roles: Mapping[tup
 
 
 def study_markdown(summary: dict[str, dict[str, Any]], checkpoints: list[dict[str, Any]],
-                   evidence: dict[str, list[dict[str, Any]]], declared: Sequence[str] = (),
-                   roles: Mapping[tuple[str, str, str], str] | None = None) -> str:
+                   evidence: dict[str, list[dict[str, Any]]], declared: Sequence[str] = (), roles: Roles | None = None) -> str:
     """One table per configuration: a row per pretraining budget with both controls and the gains, the
     checkpoint's losses and proximity; then scratch and the control arms; then SPT's differences paired by seed
-    (`evidence`: `study_evidence.study_evidence`'s); last, the pools over a study's
-    configurations. First, how many paired intervals all this prints and how many exclude 0. Before everything,
-    a preregistered study's confirmatory section (`declared`: `preregistration.preregistered_lines`), the rest then
-    headed exploratory, where a paired row repeating a declared contrast (`roles`: `Preregistration.roles`) points
-    back to it and is not counted."""
+    (`evidence`: `study_evidence.study_evidence`'s); last, the pools over a study's configurations. First, how many
+    paired intervals all this prints and how many exclude 0. Before everything, a preregistered study's confirmatory
+    section (`declared`: `preregistration.preregistered_lines`), the rest headed exploratory, where a paired row
+    repeating a declared contrast (`roles`: `Preregistration.roles`) points back to it and is not counted."""
     roles = roles or {}
     lines = [*declared, "## Exploratory", "", EXPLORATORY_NOTE, ""] if declared else []
     lines += [_interval_line(evidence, roles), ""]

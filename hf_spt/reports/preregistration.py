@@ -23,7 +23,7 @@ Everything else the report prints is labelled exploratory.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,10 @@ from .paired_seeds import PairedDifference, paired_cells
 POWER = 0.8
 EXPLORATORY_NOTE = ("Everything below is exploratory: comparisons the study did not declare, each interval at 95% "
                     "with no correction for how many there are (weigh them against the count that follows).")
+
+
+Roles = Mapping[tuple[str, str, str], str]
+"""{(config, arm, control): "primary" or "secondary"}: a study's declared contrasts (`Preregistration.roles`)."""
 
 
 @dataclass(frozen=True)
@@ -71,11 +75,18 @@ class Preregistration:
     pilot_sd: float | None = None
     declaration: Declaration = field(default_factory=lambda: Declaration(None, None, "not looked up"))
 
-    def roles(self) -> dict[tuple[str, str, str], str]:
+    def roles(self) -> Roles:
         """{(config, arm, control): "primary" or "secondary"} of the declared contrasts: what an exploratory table
         repeating one of them points back to instead of deciding it again."""
         return {**{(c.config, c.arm, c.control): "secondary" for c in self.secondary},
                 (self.primary.config, self.primary.arm, self.primary.control): "primary"}
+
+
+def declared_verdict(comparison: Mapping[str, Any], roles: Roles) -> str | None:
+    """The verdict cell of an exploratory paired row (a `config`, `arm` and `control`) that repeats a declared
+    contrast (`roles`: `Preregistration.roles`): where that contrast is tested; None for one not declared."""
+    role = roles.get((comparison["config"], comparison["arm"], comparison["control"]))
+    return None if role is None else f"declared {role}: tested above"
 
 
 def contrast_difference(rows: Sequence[dict[str, Any]], contrast: Contrast,
@@ -214,5 +225,6 @@ def preregistered_lines(registration: Preregistration, rows: Sequence[dict[str, 
     return [*lines, "", power_line(registration, primary), "", declaration_line(registration, rows), ""]
 
 
-__all__ = ["POWER", "EXPLORATORY_NOTE", "Contrast", "Declaration", "Preregistration", "contrast_difference",
+__all__ = ["POWER", "EXPLORATORY_NOTE", "Contrast", "Declaration", "Preregistration", "Roles", "declared_verdict",
+           "contrast_difference",
            "holm_adjusted", "seeds_for_power", "power_line", "declaration_line", "preregistered_lines"]
