@@ -226,5 +226,4 @@ def preregistered_lines(registration: Preregistration, rows: Sequence[dict[str, 
 
 
 __all__ = ["POWER", "EXPLORATORY_NOTE", "Contrast", "Declaration", "Preregistration", "Roles", "declared_verdict",
-           "contrast_difference",
-           "holm_adjusted", "seeds_for_power", "power_line", "declaration_line", "preregistered_lines"]
+           "contrast_difference", "holm_adjusted", "seeds_for_power", "power_line", "declaration_line", "preregistered_lines"]

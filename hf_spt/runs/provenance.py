@@ -6,9 +6,10 @@ another checkout); without the commit and versions it was made with, a differenc
 from a difference between code. The commit is `git describe --always --dirty` of the package's own checkout
 (an editable install), "unknown" where the package is not a git checkout's top (an installed wheel) or git is
 missing; where it says "-dirty", "uncommitted" names the tracked files changed on top of it (a documentation
-edit, or code), so a reader can tell which. The thread count is there because it changes the numbers: CPU reductions split over another number of
-threads add in another order, and over a training run the difference grows (a digits cell at 16x16, 150 pictures,
-seed 0: test 22.75% on 1 thread, the committed row, and 24.5% on 2; docs/lra.md). The CPU is there for the same
+edit, or code), so a reader can tell which. The thread count is there because it changes the numbers: CPU
+reductions split over another number of threads add in another order, and over a training run the difference
+grows (a digits cell at 16x16, 150 pictures, seed 0: test 22.75% on 1 thread, the committed row, and 24.5% on 2;
+docs/lra.md). The CPU is there for the same
 reason: torch dispatches its kernels by the instruction set it finds (`torch.backends.cpu.get_cpu_capability()`,
 e.g. "AVX2" or "AVX512"), and another kernel rounds in another order, so the same seed, code and thread count on
 another kind of CPU is another run of the same distribution (a digits cell moved by 14 points; docs/lra.md).
@@ -119,9 +120,10 @@ def run_provenance() -> dict[str, Any]:
     """{"commit": `package_commit()`, "uncommitted": `package_changes()` (only for a "-dirty" commit), "versions":
     {library: version} of hf_spt, torch, transformers, datasets, accelerate and huggingface_hub}, "torch_threads":
     the intra-op threads torch computed with, "cpu": `cpu_description()`, "numerics": `numerics_record()`}."""
-    changes = {"uncommitted": package_changes()} if package_commit().endswith("-dirty") else {}
-    return {"commit": package_commit(), **changes, "versions": installed_versions(),
-            "torch_threads": torch.get_num_threads(), "cpu": cpu_description(), "numerics": numerics_record()}
+    changes = package_changes()  # "" for a clean checkout: no key then
+    return {"commit": package_commit(), **({"uncommitted": changes} if changes else {}),
+            "versions": installed_versions(), "torch_threads": torch.get_num_threads(), "cpu": cpu_description(),
+            "numerics": numerics_record()}
 
 
 DESCRIBED = re.compile(r"^(?:.*-g)?([0-9a-f]{7,40})(?:-dirty)?$")
@@ -155,5 +157,5 @@ def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "MAX_NAMED_CHANGES", "git_output", "package_commit", "package_changes",
-           "cpu_description", "numerics_record",
-           "numerics_label", "run_provenance", "described_commit", "is_ancestor", "recorded_provenance"]
+           "cpu_description", "numerics_record", "numerics_label", "run_provenance", "described_commit", "is_ancestor",
+           "recorded_provenance"]

@@ -33,8 +33,8 @@ from ...runs.provenance import run_provenance
 from ..arguments import DataArguments
 from ..pipeline import prepare_task
 from ..run_spec import task_requests
-from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_jobs
 from ..suite_flags import portable_numerics_field
+from .grid import GRID_RECORD_NAME, Cell, parse_grid, pretrain_jobs
 from .finished_runs import read_record, recorded_settings, run_record
 
 RUN_MODEL_FOLDERS = ("scratch", "spt", "pretrain")
