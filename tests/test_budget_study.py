@@ -11,7 +11,8 @@ import torch
 import yaml
 
 from hf_spt.errors import UserInputError
-from hf_spt.reports.budget_report import combined_reports, study_markdown
+from hf_spt.reports.budget_report import study_markdown
+from hf_spt.reports.budget_sources import combined_reports
 from hf_spt.experiments.suites.budget_study import arm_kind, study_grid, study_names
 from hf_spt.reports.study_evidence import study_evidence, summarize_study
 from hf_spt.experiments.suites.grid import Arm, parse_grid

@@ -26,7 +26,8 @@ from hf_spt.errors import UserInputError
 from hf_spt.experiments import numerics_entry
 from hf_spt.experiments.suites.budget_study import study_grid
 from hf_spt.experiments.suites.grid import parse_grid, unit_run, with_portable_numerics
-from hf_spt.reports.budget_report import combined_reports, write_study_report
+from hf_spt.reports.budget_report import write_study_report
+from hf_spt.reports.budget_sources import combined_reports
 from hf_spt.runs.phase_definition import PhaseDefinitionMismatch
 from hf_spt.scripts import run_spt
 from hf_spt.scripts.run_budget_study import BudgetStudyArguments

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import torch
 
 from hf_spt.experiments.phases import _finish
-from hf_spt.reports.budget_report import combined_reports
+from hf_spt.reports.budget_sources import combined_reports
 from hf_spt.reports.grid_report import write_report
 from hf_spt.runs import provenance
 from hf_spt.runs.folder import PHASE_RESULT_NAME

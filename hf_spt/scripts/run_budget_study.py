@@ -39,7 +39,8 @@ from pathlib import Path
 
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
-from hf_spt.reports.budget_report import STUDY_MD_NAME, combined_reports, write_study_report
+from hf_spt.reports.budget_report import STUDY_MD_NAME, write_study_report
+from hf_spt.reports.budget_sources import combined_reports
 from hf_spt.experiments.suites.budget_study import (checkpoint_rows, seeds_on_record, shipped_study_configs,
                                                     shipped_study_preregistrations, shipped_study_titles, study_grid,
                                                     study_names, study_preregistration, study_rows, study_titles)
