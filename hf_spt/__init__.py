@@ -13,7 +13,8 @@ checkpoints hf_spt writes; it also registers `BackboneForSequenceClassification`
 pooling head on any transformers backbone).
 
 `portable_numerics()`, called right after `import hf_spt` and before any torch operation, pins this process's CPU
-numerics to one level (AVX2) so that its numbers reproduce on any x86 CPU (`hf_spt.numerics`).
+numerics to one level (AVX2) so that its numbers reproduce on any Intel x86 CPU (on an AMD CPU, on CPUs of its
+model: `hf_spt.numerics`).
 """
 
 from .models import (

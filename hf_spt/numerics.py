@@ -1,15 +1,21 @@
-"""Portable CPU numerics: a run's CPU kernels pinned to one level (AVX2), so that its numbers reproduce on any x86 CPU.
+"""Portable CPU numerics: a run's CPU kernels pinned to one level (AVX2), so that its numbers reproduce on other CPUs.
 
 torch picks its vectorised kernels by the CPU's capability (AVX2, AVX-512...), MKL its GEMM code path, oneDNN its
 instruction set; each rounds differently, and training amplifies the difference (`digits_data_size` seed 1 at 300
 pictures tested SPT at 35.0% on one CPU kind and 52.75% on another, at the same seed, code and thread count). Each
 reads a setting from the environment when it initialises, and not after: ATen `ATEN_CPU_CAPABILITY` (at its first
 kernel dispatch), MKL `MKL_CBWR` (Conditional Numerical Reproducibility, at its first call), oneDNN
-`ONEDNN_MAX_CPU_ISA` (at its first primitive). Pinned to AVX2, a run gives the same bits on every x86 CPU with AVX2
-(Intel and AMD since about 2013) at the same thread count and library versions. `MKL_CBWR=AVX2` without
-`,STRICT`: on the machine this was built on (an AMD EPYC with AVX-512) CNR's AVX2 branch gave the same GEMM bits at
-one and two threads and on misaligned inputs, so STRICT (which costs speed) bought nothing there; the thread count
-is recorded with every row and a re-run uses the row's.
+`ONEDNN_MAX_CPU_ISA` (at its first primitive). Pinned to AVX2, a run gives the same bits on every Intel x86 CPU
+with AVX2 at the same thread count and library versions. MKL takes a CNR branch other than AUTO or COMPATIBLE on
+Intel CPUs only (Intel's CNR documentation): on an AMD CPU `MKL_CBWR=AVX2` silently runs MKL's automatic branch,
+so a portable run there reproduces on CPUs of its model, not on Intel ones (measured: the tiny golden run of
+tests/test_portable_numerics.py made on an AMD EPYC gives the same metrics to every printed digit on an Intel Xeon,
+and other weight bits). `mkl_branch` asks MKL which branch it runs; every record says it, and a report names such
+rows apart (`runs.provenance.numerics_label`). COMPATIBLE, the one branch MKL holds on every vendor, costs about
+2.4x in training throughput (benchmarks/bench_training_throughput.py, image preset, one thread), so it is not the
+default. `MKL_CBWR=AVX2` without `,STRICT`: on the machine this was built on CNR's AVX2 branch gave the same GEMM
+bits at one and two threads and on misaligned inputs, so STRICT (which costs speed) bought nothing there; the
+thread count is recorded with every row and a re-run uses the row's.
 
 Two ways in, both before torch runs its first operation:
 
@@ -27,10 +33,14 @@ can be read before the first operation; its checks import torch when called.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import os
 import platform
+import warnings
 from collections.abc import Mapping
+from pathlib import Path
 
 from .errors import UserInputError
 
@@ -44,9 +54,56 @@ PORTABLE_LABEL = f"portable {PORTABLE_LEVEL}"
 """How a record, a phase definition and a report name portable numerics; anything else is "native"."""
 NATIVE_LABEL = "native"
 PORTABLE_NUMERICS_HELP = (f"Pin the run's CPU numerics to {PORTABLE_LEVEL} (torch's kernels, MKL's CNR branch, "
-                          "oneDNN's ISA, deterministic algorithms), so its numbers reproduce on any x86 CPU with AVX2; refused on an "
+                          "oneDNN's ISA, deterministic algorithms), so its numbers reproduce on any Intel x86 CPU with AVX2 (on an "
+                          "AMD CPU, on CPUs of its model: MKL holds its AVX2 branch on Intel CPUs only); refused on an "
                           "accelerator. Recorded in every phase.json and row (docs/lra.md).")
 """The help of every command's `--portable_numerics`."""
+
+MKL_BRANCHES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 6: "SSSE3", 7: "SSE4_1", 8: "SSE4_2", 9: "AVX",
+                10: "AVX2", 11: "AVX512_MIC", 12: "AVX512", 13: "AVX512_MIC_E1", 14: "AVX512_E1"}
+"""MKL's CNR branches by the number `mkl_cbwr_get(MKL_CBWR_BRANCH)` returns (mkl_cbwr.h); "OFF": CNR is off."""
+
+
+def cpu_model() -> str:
+    """The CPU's model name: /proc/cpuinfo's first "model name", else `platform.processor()`, else the machine
+    type."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return model or platform.processor() or platform.machine() or "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def mkl_branch() -> str | None:
+    """The CNR branch MKL runs this process's GEMMs on, as MKL reports it ("AVX2", "AUTO", "OFF"...; read from the
+    MKL that torch links, where its CPU library exports MKL's service call), or None where there is no MKL to ask
+    (a torch without MKL, another platform). MKL fixes the branch when it first reads `MKL_CBWR`, so the answer
+    holds for the process."""
+    import torch
+
+    if not torch.backends.mkl.is_available():
+        return None
+    for library in sorted((Path(torch.__file__).parent / "lib").glob("*torch_cpu*")):
+        try:
+            branch_of = ctypes.CDLL(str(library)).mkl_serv_cbwr_get
+        except (OSError, AttributeError):
+            continue
+        branch_of.restype, branch_of.argtypes = ctypes.c_int, [ctypes.c_int]
+        number = branch_of(1) & 0xFFFF  # MKL_CBWR_BRANCH; the STRICT flag (0x10000) left out
+        return MKL_BRANCHES.get(number, f"branch {number}")
+    return None
+
+
+def mkl_branch_held(branch: str | None, model: str) -> str | None:
+    """The branch MKL computes with on a CPU of `model` (`cpu_model`; "" where none was recorded), given the branch
+    it reports (`mkl_branch`): on a CPU that is not Intel's, every branch but COMPATIBLE is AUTO (Intel's CNR
+    documentation: other branches hold on Intel CPUs only, and MKL falls back to AUTO without a word)."""
+    if branch is not None and model and "intel" not in model.lower() and branch not in ("COMPATIBLE", "OFF"):
+        return "AUTO"
+    return branch
 
 
 def portable_environment(environ: Mapping[str, str]) -> dict[str, str]:
@@ -89,6 +146,17 @@ def check_portable_numerics() -> None:
                              + " ".join(f"{k}={v}" for k, v in PORTABLE_ENVIRONMENT.items())
                              + " before starting Python.")
     torch.use_deterministic_algorithms(True)
+    warn_unless_mkl_holds(cpu_model(), mkl_branch())
+
+
+def warn_unless_mkl_holds(model: str, branch: str | None) -> None:
+    """Warn where MKL does not compute a pinned run's GEMMs on the portable branch (`mkl_branch_held`: an AMD CPU):
+    the run still goes on, its numbers reproduce on CPUs of its model, and its records name it so."""
+    held = mkl_branch_held(branch, model)
+    if held not in (PORTABLE_LEVEL, None):
+        warnings.warn(f"MKL runs its {held} branch on this CPU ({model}), not {PORTABLE_LEVEL}: it holds "
+                      f"{PORTABLE_LEVEL} on Intel CPUs only, so this run's numbers reproduce on CPUs of this model, "
+                      "not on Intel ones; its records say so (docs/lra.md, portable numerics).", stacklevel=3)
 
 
 def portable_numerics() -> None:
@@ -110,6 +178,7 @@ def hold_portable_numerics() -> None:
         portable_numerics()
 
 
-__all__ = ["PORTABLE_LEVEL", "PORTABLE_ENVIRONMENT", "OVERRIDDEN_ENV", "PORTABLE_LABEL",
-           "NATIVE_LABEL", "PORTABLE_NUMERICS_HELP", "portable_environment", "is_pinned", "overridden_values",
-           "check_portable_numerics", "portable_numerics", "hold_portable_numerics"]
+__all__ = ["PORTABLE_LEVEL", "PORTABLE_ENVIRONMENT", "OVERRIDDEN_ENV", "PORTABLE_LABEL", "NATIVE_LABEL",
+           "PORTABLE_NUMERICS_HELP", "MKL_BRANCHES", "cpu_model", "mkl_branch", "mkl_branch_held",
+           "warn_unless_mkl_holds", "portable_environment", "is_pinned", "overridden_values", "check_portable_numerics",
+           "portable_numerics", "hold_portable_numerics"]

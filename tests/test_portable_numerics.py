@@ -3,9 +3,11 @@
 Two CPU kinds are stood in for by two environments of one machine: this CPU's own kernel level with MKL choosing
 its path (`ATEN_CPU_CAPABILITY=<native> MKL_CBWR=AUTO`), and an older CPU's (`ATEN_CPU_CAPABILITY=default
 MKL_CBWR=COMPATIBLE`, no vectorised ATen kernels, MKL's oldest path). Without the setting the two train different
-weights (so the comparison can fail); with it the same, in one process and as two gloo ranks. The golden
-(`fixtures/portable_golden.json`, written with `python tests/test_portable_numerics.py --write`) is a portable run's
-metrics and weight digest made on the machine that wrote it: CI checks it on whatever CPU it gets.
+weights (so the comparison can fail); with it the same, in one process and as two gloo ranks. The goldens
+(`fixtures/portable_golden.json`, one per numerics label, each written with `python tests/test_portable_numerics.py
+--write` on a machine that makes it) are a portable run's metrics and weight digest: "portable AVX2" on an Intel
+CPU, "portable AVX2, MKL AUTO on AMD EPYC" on an AMD one (MKL holds its AVX2 branch on Intel CPUs only; the two
+differ in their weight bits). CI checks the one its CPU's numerics name, and skips where none is committed.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from hf_spt.experiments.suites.grid import parse_grid, unit_run, with_portable_n
 from hf_spt.reports.budget_report import write_study_report
 from hf_spt.reports.budget_sources import combined_reports
 from hf_spt.runs.phase_definition import PhaseDefinitionMismatch
+from hf_spt.runs.provenance import numerics_label
 from hf_spt.scripts import run_spt
 from hf_spt.scripts.run_budget_study import BudgetStudyArguments
 
@@ -71,7 +74,7 @@ def train(folder: Path, kind: str, portable: bool, ranks: int = 1) -> dict:
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads((folder / "scratch" / "phase.json").read_text())
     return {"weights": weights_digest(folder / "scratch"), "metrics": {k: result[k] for k in METRICS},
-            "numerics": result["numerics"], "torch_threads": result["torch_threads"]}
+            "numerics": result["numerics"], "label": numerics_label(result), "torch_threads": result["torch_threads"]}
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +95,8 @@ def runs(tmp_path_factory):
 def test_one_process_trains_the_same_bits_on_two_cpu_kinds_only_with_portable_numerics(runs):
     native = [runs(kind, False) for kind in KINDS]
     assert native[0]["weights"] != native[1]["weights"], "the two environments must run other kernels here"
+    if torch.backends.mkl.is_available():  # MKL's own word on the branch each environment set (every vendor's MKL
+        assert [run["numerics"]["mkl_branch"] for run in native] == ["AUTO", "COMPATIBLE"]  # holds these two)
     assert [run["numerics"]["label"] for run in native] == ["native", "native"]
     portable = [runs(kind, True) for kind in KINDS]
     assert portable[0]["weights"] == portable[1]["weights"] and portable[0]["metrics"] == portable[1]["metrics"]
@@ -111,11 +116,14 @@ def test_two_gloo_ranks_train_the_same_bits_on_two_cpu_kinds(runs):
 
 @needs_avx2
 def test_a_portable_run_matches_the_committed_golden(runs):
-    """The golden was made on another machine (its CPU is in the file): the same bits here, on whatever CPU."""
-    golden = json.loads(GOLDEN.read_text())
+    """The golden of this CPU's numerics was made on another machine (its CPU is in the file): the same bits here."""
+    run = runs("this CPU", True)
+    golden = json.loads(GOLDEN.read_text()).get(run["label"])
+    if golden is None:
+        pytest.skip(f"no golden of {run['label']!r} is committed: write one on this machine with "
+                    "`python tests/test_portable_numerics.py --write`")
     if golden["versions"] != golden_versions():
         pytest.skip(f"the golden belongs to {golden['versions']}; this is {golden_versions()}")
-    run = runs("this CPU", True)
     assert run["torch_threads"] == golden["torch_threads"]
     assert run["metrics"] == golden["metrics"] and run["weights"] == golden["weights"]
 
@@ -213,11 +221,12 @@ def test_a_grid_task_cannot_set_its_own_numerics():
         parse_grid(grid)
 
 
-def _study_folder(folder: Path, seed: int, numerics_record: dict | None) -> Path:
+def _study_folder(folder: Path, seed: int, numerics_record: dict | None, cpu: dict | None = None) -> Path:
     folder.mkdir()
     row = {"task": "digits", "config": "c", "arm": "scratch", "arm_name": "scratch", "seed": seed,
            "test_accuracy": 0.5, "eval_accuracy": 0.5, "pretrain_epochs": None, "pretrain_tokens": 0,
-           "budget_tokens": 0, "num_layers": 2, **({"numerics": numerics_record} if numerics_record else {})}
+           "budget_tokens": 0, "num_layers": 2, **({"numerics": numerics_record} if numerics_record else {}),
+           **({"cpu": cpu} if cpu else {})}
     (folder / "budget_study.json").write_text(json.dumps([row]))
     (folder / "budget_study_checkpoints.json").write_text("[]")
     return folder
@@ -246,19 +255,51 @@ def golden_versions() -> dict[str, str]:
 
 
 def write_golden() -> None:
-    """Train the golden's run here and record it (`python tests/test_portable_numerics.py --write`)."""
+    """Train the golden's run here and record it under its numerics label, beside the other labels' goldens
+    (`python tests/test_portable_numerics.py --write`)."""
     import tempfile
 
     from hf_spt.runs.provenance import cpu_description
 
     with tempfile.TemporaryDirectory() as folder:
         run = train(Path(folder), "this CPU", True)
-    GOLDEN.write_text(json.dumps({"made_on": cpu_description()["model"], "native_capability": NATIVE,
-                                  "versions": golden_versions(), "torch_threads": run["torch_threads"],
-                                  "command": ["run_scripts/run_spt.py", *TINY, "--portable_numerics"],
-                                  "metrics": run["metrics"], "weights": run["weights"]}, indent=1) + "\n")
+    goldens = json.loads(GOLDEN.read_text()) if GOLDEN.is_file() else {}
+    goldens[run["label"]] = {"made_on": cpu_description()["model"], "native_capability": NATIVE,
+                             "mkl_branch": run["numerics"]["mkl_branch"], "versions": golden_versions(),
+                             "torch_threads": run["torch_threads"],
+                             "command": ["run_scripts/run_spt.py", *TINY, "--portable_numerics"],
+                             "metrics": run["metrics"], "weights": run["weights"]}
+    GOLDEN.write_text(json.dumps(goldens, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
     if "--write" in sys.argv:
         write_golden()
+
+
+def test_portable_rows_of_an_amd_cpu_are_named_apart_from_intel_ones(tmp_path):
+    """MKL holds AVX2 on Intel CPUs only: a portable row made on an AMD CPU (recorded before MKL's branch was, or
+    with the branch MKL reports) is named with MKL's automatic branch and its CPU, and joining it to Intel rows is a
+    mix of numerics."""
+    portable = {"label": numerics.PORTABLE_LABEL, "capability": "AVX2"}
+    intel, amd = {"model": "Intel(R) Xeon(R) Processor"}, {"model": "AMD EPYC"}
+    assert numerics_label({"numerics": portable, "cpu": intel}) == "portable AVX2"
+    assert numerics_label({"numerics": portable, "cpu": amd}) == "portable AVX2, MKL AUTO on AMD EPYC"
+    assert numerics_label({"numerics": {**portable, "mkl_branch": "AVX2"}, "cpu": amd}) == (
+        "portable AVX2, MKL AUTO on AMD EPYC")
+    assert numerics_label({"numerics": {**portable, "mkl_branch": None}, "cpu": intel}) == (
+        "portable AVX2, no MKL on Intel(R) Xeon(R) Processor")
+    assert numerics_label({"numerics": {"label": "native", "mkl_branch": "AUTO"}, "cpu": amd}) == "native"
+    first = _study_folder(tmp_path / "amd", 0, portable, amd)
+    second = _study_folder(tmp_path / "intel", 1, {**portable, "mkl_branch": "AVX2"}, intel)
+    with pytest.raises(UserInputError, match=r"portable AVX2, MKL AUTO on AMD EPYC \(seed 0\) and portable AVX2 "
+                                             r"\(seed 1\)"):
+        combined_reports([first, second], added=["c"])
+
+
+def test_pinning_warns_where_mkl_does_not_hold_avx2(recwarn):
+    with pytest.warns(UserWarning, match="MKL runs its AUTO branch on this CPU \\(AMD EPYC\\), not AVX2"):
+        numerics.warn_unless_mkl_holds("AMD EPYC", "AVX2")
+    numerics.warn_unless_mkl_holds("Intel(R) Xeon(R) Processor", "AVX2")
+    numerics.warn_unless_mkl_holds("AMD EPYC", None)  # no MKL to ask: nothing to say
+    assert not recwarn.list

@@ -14,14 +14,15 @@ reason: torch dispatches its kernels by the instruction set it finds (`torch.bac
 e.g. "AVX2" or "AVX512"), and another kernel rounds in another order, so the same seed, code and thread count on
 another kind of CPU is another run of the same distribution (a digits cell moved by 14 points; docs/lra.md).
 The numerics say whether that held: "portable AVX2" for a run pinned to one kernel level (`hf_spt.numerics`,
-`--portable_numerics`), whose numbers reproduce on any x86 CPU with AVX2, else "native" (the CPU's own level).
+`--portable_numerics`), whose numbers reproduce on any Intel x86 CPU with AVX2, else "native" (the CPU's own
+level); a portable run whose MKL did not hold AVX2 (an AMD CPU) is named with MKL's branch and its CPU
+(`numerics_label`), as it reproduces on CPUs of that model only.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import platform
 import re
 import subprocess
 from pathlib import Path
@@ -29,7 +30,8 @@ from typing import Any
 
 import torch
 
-from ..numerics import NATIVE_LABEL, PORTABLE_ENVIRONMENT, PORTABLE_LABEL, PORTABLE_LEVEL, is_pinned, overridden_values
+from ..numerics import (NATIVE_LABEL, PORTABLE_ENVIRONMENT, PORTABLE_LABEL, PORTABLE_LEVEL, cpu_model, is_pinned,
+                        mkl_branch, mkl_branch_held, overridden_values)
 from ..training.model_card import installed_versions
 
 PROVENANCE_KEYS = ("commit", "uncommitted", "versions", "torch_threads", "cpu", "numerics")
@@ -83,26 +85,22 @@ package_changes()
 
 @functools.lru_cache(maxsize=1)
 def cpu_description() -> dict[str, str]:
-    """{"model": the CPU's model name (/proc/cpuinfo's first "model name", else `platform.processor()`, else
-    the machine type), "capability": the kernel level torch dispatches to on it}; read once per process."""
-    model = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"model": model or platform.processor() or platform.machine() or "unknown",
-            "capability": torch.backends.cpu.get_cpu_capability()}
+    """{"model": the CPU's model name (`numerics.cpu_model`), "capability": the kernel level torch dispatches to
+    on it}; read once per process."""
+    return {"model": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability()}
 
 
 def numerics_record() -> dict[str, Any]:
     """This process's CPU numerics: {"label": "portable AVX2" (the variables of `numerics.PORTABLE_ENVIRONMENT` set,
-    by hf_spt or the user, and torch at that level) or "native", "capability": the level torch dispatches to, "deterministic": torch's deterministic algorithms on,
-    "environment": the pinning variables set (`numerics.PORTABLE_ENVIRONMENT`, whoever set them), and "overridden":
-    {variable: the user's value} where the pinning replaced one}."""
+    by hf_spt or the user, and torch at that level) or "native", "capability": the level torch dispatches to,
+    "deterministic": torch's deterministic algorithms on, "mkl_branch": the CNR branch MKL reports
+    (`numerics.mkl_branch`; None without MKL), "environment": the pinning variables set
+    (`numerics.PORTABLE_ENVIRONMENT`, whoever set them), and "overridden": {variable: the user's value} where the
+    pinning replaced one}."""
     capability = torch.backends.cpu.get_cpu_capability()
     record = {"label": PORTABLE_LABEL if is_pinned() and capability == PORTABLE_LEVEL else NATIVE_LABEL,
               "capability": capability, "deterministic": torch.are_deterministic_algorithms_enabled(),
+              "mkl_branch": mkl_branch(),
               "environment": {name: os.environ[name] for name in PORTABLE_ENVIRONMENT if name in os.environ}}
     overridden = overridden_values()
     if overridden:
@@ -111,9 +109,21 @@ def numerics_record() -> dict[str, Any]:
 
 
 def numerics_label(result: dict[str, Any]) -> str:
-    """The numerics a result (a phase.json, a row) was made with: its record's label, "native" for a result written
-    before numerics were recorded (every such run was native)."""
-    return (result.get("numerics") or {}).get("label", NATIVE_LABEL)
+    """The numerics a result (a phase.json, a row) was made with: its record's label ("native" for a result
+    written before numerics were recorded: every such run was native), and for a portable result whose GEMMs ran
+    another MKL branch than AVX2, that branch and the CPU: "portable AVX2, MKL AUTO on AMD EPYC" (`numerics`: MKL
+    holds AVX2 on Intel CPUs only, so such a result reproduces on CPUs of its model, not on Intel ones). A result
+    recorded before MKL's branch was is read by the same rule (`numerics.mkl_branch_held`), as AVX2 on an Intel
+    CPU."""
+    record = result.get("numerics") or {}
+    label = record.get("label", NATIVE_LABEL)
+    if label != PORTABLE_LABEL:
+        return label
+    model = (result.get("cpu") or {}).get("model", "")
+    branch = mkl_branch_held(record.get("mkl_branch", PORTABLE_LEVEL), model)
+    if branch == PORTABLE_LEVEL:
+        return label
+    return f"{label}, {f'MKL {branch}' if branch else 'no MKL'} on {model}"
 
 
 def run_provenance() -> dict[str, Any]:

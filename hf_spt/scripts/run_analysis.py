@@ -13,7 +13,7 @@ Usage:
     # any model folders, with the task flags of the run that trained them
     python run_scripts/run_analysis.py --model runs/markov/pretrain --task markov --output_dir analysis
 
-    # figures that reproduce on any x86 CPU with AVX2 (as a --portable_numerics run's rows do)
+    # figures that reproduce on any Intel CPU with AVX2 (as a --portable_numerics run's rows do)
     python run_scripts/run_analysis.py --run runs/markov --portable_numerics
 
 With `--run`, the task, `--task_options`, `--max_length` and `--seed` come from the run's

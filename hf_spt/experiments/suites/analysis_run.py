@@ -13,7 +13,7 @@ of one grid task and seed (`--task KEY`, `--seed S`: needed when the grid has se
 per arm, on that task's data. Without `--run`, `--model` folders and the data flags say everything.
 The report records which code and CPU numerics computed it (`provenance`: commit, versions, threads, CPU,
 numerics, as a run's `phase.json` does); `--portable_numerics` pins the analysis to portable CPU numerics, as it
-pins a training run, so its figures reproduce on any x86 CPU with AVX2.
+pins a training run, so its figures reproduce on any Intel CPU with AVX2.
 The report's folder (`--output_dir`, by default RUN/analysis) is checked as a run's output folder is before any
 data or model is read, so a run folder that cannot be written is refused in one line: `--output_dir` elsewhere
 analyses it.
