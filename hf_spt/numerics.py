@@ -79,8 +79,8 @@ def cpu_model() -> str:
 @functools.lru_cache(maxsize=1)
 def mkl_branch() -> str | None:
     """The CNR branch MKL runs this process's GEMMs on, as MKL reports it ("AVX2", "AUTO", "OFF"...; read from the
-    MKL that torch links, where its CPU library exports MKL's service call), or None where there is no MKL to ask
-    (a torch without MKL, another platform). MKL fixes the branch when it first reads `MKL_CBWR`, so the answer
+    MKL that torch links, where its CPU library exports MKL's service call), or None where MKL cannot be asked (a
+    torch without MKL, or one whose library hides MKL's symbols). MKL fixes the branch when it first reads `MKL_CBWR`, so the answer
     holds for the process."""
     import torch
 

@@ -288,7 +288,7 @@ def test_portable_rows_of_an_amd_cpu_are_named_apart_from_intel_ones(tmp_path):
     assert numerics_label({"numerics": {**portable, "mkl_branch": "AVX2"}, "cpu": amd}) == (
         "portable AVX2, MKL AUTO on AMD EPYC")
     assert numerics_label({"numerics": {**portable, "mkl_branch": None}, "cpu": intel}) == (
-        "portable AVX2, no MKL on Intel(R) Xeon(R) Processor")
+        "portable AVX2, MKL branch unknown on Intel(R) Xeon(R) Processor")
     assert numerics_label({"numerics": {"label": "native", "mkl_branch": "AUTO"}, "cpu": amd}) == "native"
     first = _study_folder(tmp_path / "amd", 0, portable, amd)
     second = _study_folder(tmp_path / "intel", 1, {**portable, "mkl_branch": "AVX2"}, intel)

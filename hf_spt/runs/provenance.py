@@ -94,7 +94,7 @@ def numerics_record() -> dict[str, Any]:
     """This process's CPU numerics: {"label": "portable AVX2" (the variables of `numerics.PORTABLE_ENVIRONMENT` set,
     by hf_spt or the user, and torch at that level) or "native", "capability": the level torch dispatches to,
     "deterministic": torch's deterministic algorithms on, "mkl_branch": the CNR branch MKL reports
-    (`numerics.mkl_branch`; None without MKL), "environment": the pinning variables set
+    (`numerics.mkl_branch`; None where MKL cannot be asked), "environment": the pinning variables set
     (`numerics.PORTABLE_ENVIRONMENT`, whoever set them), and "overridden": {variable: the user's value} where the
     pinning replaced one}."""
     capability = torch.backends.cpu.get_cpu_capability()
@@ -123,7 +123,7 @@ def numerics_label(result: dict[str, Any]) -> str:
     branch = mkl_branch_held(record.get("mkl_branch", PORTABLE_LEVEL), model)
     if branch == PORTABLE_LEVEL:
         return label
-    return f"{label}, {f'MKL {branch}' if branch else 'no MKL'} on {model}"
+    return f"{label}, {f'MKL {branch}' if branch else 'MKL branch unknown'} on {model or 'an unrecorded CPU'}"
 
 
 def run_provenance() -> dict[str, Any]:
