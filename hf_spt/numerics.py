@@ -12,8 +12,8 @@ so a portable run there reproduces on CPUs of its model, not on Intel ones (meas
 tests/test_portable_numerics.py made on an AMD EPYC gives the same metrics to every printed digit on an Intel Xeon,
 and other weight bits). `mkl_branch` asks MKL which branch it runs; every record says it, and a report names such
 rows apart (`runs.provenance.numerics_label`). COMPATIBLE, the one branch MKL holds on every vendor, costs about
-2.4x in training throughput (benchmarks/bench_training_throughput.py, image preset, one thread), so it is not the
-default. `MKL_CBWR=AVX2` without `,STRICT`: on the machine this was built on CNR's AVX2 branch gave the same GEMM
+2.4x in training throughput (benchmarks/bench_training_throughput.py, image preset, one thread; one run each,
+beside a training run), so it is not the default. `MKL_CBWR=AVX2` without `,STRICT`: on the machine this was built on CNR's AVX2 branch gave the same GEMM
 bits at one and two threads and on misaligned inputs, so STRICT (which costs speed) bought nothing there; the
 thread count is recorded with every row and a re-run uses the row's.
 
@@ -80,8 +80,8 @@ def cpu_model() -> str:
 def mkl_branch() -> str | None:
     """The CNR branch MKL runs this process's GEMMs on, as MKL reports it ("AVX2", "AUTO", "OFF"...; read from the
     MKL that torch links, where its CPU library exports MKL's service call), or None where MKL cannot be asked (a
-    torch without MKL, or one whose library hides MKL's symbols). MKL fixes the branch when it first reads `MKL_CBWR`, so the answer
-    holds for the process."""
+    torch without MKL, or one whose library hides MKL's symbols). MKL fixes the branch when it first reads
+    `MKL_CBWR`, so the answer holds for the process."""
     import torch
 
     if not torch.backends.mkl.is_available():

@@ -247,6 +247,34 @@ def test_adding_seeds_made_with_other_numerics_is_refused_unless_asked_and_repor
         tmp_path / "budget_study.md").read_text()
 
 
+def test_portable_rows_of_an_amd_cpu_are_named_apart_from_intel_ones(tmp_path):
+    """MKL holds AVX2 on Intel CPUs only: a portable row made on an AMD CPU (recorded before MKL's branch was, or
+    with the branch MKL reports) is named with MKL's automatic branch and its CPU, and joining it to Intel rows is a
+    mix of numerics."""
+    portable = {"label": numerics.PORTABLE_LABEL, "capability": "AVX2"}
+    intel, amd = {"model": "Intel(R) Xeon(R) Processor"}, {"model": "AMD EPYC"}
+    assert numerics_label({"numerics": portable, "cpu": intel}) == "portable AVX2"
+    assert numerics_label({"numerics": portable, "cpu": amd}) == "portable AVX2, MKL AUTO on AMD EPYC"
+    assert numerics_label({"numerics": {**portable, "mkl_branch": "AVX2"}, "cpu": amd}) == (
+        "portable AVX2, MKL AUTO on AMD EPYC")
+    assert numerics_label({"numerics": {**portable, "mkl_branch": None}, "cpu": intel}) == (
+        "portable AVX2, MKL branch unknown on Intel(R) Xeon(R) Processor")
+    assert numerics_label({"numerics": {"label": "native", "mkl_branch": "AUTO"}, "cpu": amd}) == "native"
+    first = _study_folder(tmp_path / "amd", 0, portable, amd)
+    second = _study_folder(tmp_path / "intel", 1, {**portable, "mkl_branch": "AVX2"}, intel)
+    with pytest.raises(UserInputError, match=r"portable AVX2, MKL AUTO on AMD EPYC \(seed 0\) and portable AVX2 "
+                                             r"\(seed 1\)"):
+        combined_reports([first, second], added=["c"])
+
+
+def test_pinning_warns_where_mkl_does_not_hold_avx2(recwarn):
+    with pytest.warns(UserWarning, match="MKL runs its AUTO branch on this CPU \\(AMD EPYC\\), not AVX2"):
+        numerics.warn_unless_mkl_holds("AMD EPYC", "AVX2")
+    numerics.warn_unless_mkl_holds("Intel(R) Xeon(R) Processor", "AVX2")
+    numerics.warn_unless_mkl_holds("AMD EPYC", None)  # no MKL to ask: nothing to say
+    assert not recwarn.list
+
+
 def golden_versions() -> dict[str, str]:
     """The libraries whose code decides the golden's bits besides the CPU (torch's kernels, transformers' init)."""
     import transformers
@@ -275,31 +303,3 @@ def write_golden() -> None:
 if __name__ == "__main__":
     if "--write" in sys.argv:
         write_golden()
-
-
-def test_portable_rows_of_an_amd_cpu_are_named_apart_from_intel_ones(tmp_path):
-    """MKL holds AVX2 on Intel CPUs only: a portable row made on an AMD CPU (recorded before MKL's branch was, or
-    with the branch MKL reports) is named with MKL's automatic branch and its CPU, and joining it to Intel rows is a
-    mix of numerics."""
-    portable = {"label": numerics.PORTABLE_LABEL, "capability": "AVX2"}
-    intel, amd = {"model": "Intel(R) Xeon(R) Processor"}, {"model": "AMD EPYC"}
-    assert numerics_label({"numerics": portable, "cpu": intel}) == "portable AVX2"
-    assert numerics_label({"numerics": portable, "cpu": amd}) == "portable AVX2, MKL AUTO on AMD EPYC"
-    assert numerics_label({"numerics": {**portable, "mkl_branch": "AVX2"}, "cpu": amd}) == (
-        "portable AVX2, MKL AUTO on AMD EPYC")
-    assert numerics_label({"numerics": {**portable, "mkl_branch": None}, "cpu": intel}) == (
-        "portable AVX2, MKL branch unknown on Intel(R) Xeon(R) Processor")
-    assert numerics_label({"numerics": {"label": "native", "mkl_branch": "AUTO"}, "cpu": amd}) == "native"
-    first = _study_folder(tmp_path / "amd", 0, portable, amd)
-    second = _study_folder(tmp_path / "intel", 1, {**portable, "mkl_branch": "AVX2"}, intel)
-    with pytest.raises(UserInputError, match=r"portable AVX2, MKL AUTO on AMD EPYC \(seed 0\) and portable AVX2 "
-                                             r"\(seed 1\)"):
-        combined_reports([first, second], added=["c"])
-
-
-def test_pinning_warns_where_mkl_does_not_hold_avx2(recwarn):
-    with pytest.warns(UserWarning, match="MKL runs its AUTO branch on this CPU \\(AMD EPYC\\), not AVX2"):
-        numerics.warn_unless_mkl_holds("AMD EPYC", "AVX2")
-    numerics.warn_unless_mkl_holds("Intel(R) Xeon(R) Processor", "AVX2")
-    numerics.warn_unless_mkl_holds("AMD EPYC", None)  # no MKL to ask: nothing to say
-    assert not recwarn.list
