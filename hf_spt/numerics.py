@@ -13,9 +13,9 @@ tests/test_portable_numerics.py made on an AMD EPYC gives the same metrics to ev
 and other weight bits). `mkl_branch` asks MKL which branch it runs; every record says it, and a report names such
 rows apart (`runs.provenance.numerics_label`). COMPATIBLE, the one branch MKL holds on every vendor, costs about
 2.4x in training throughput (benchmarks/bench_training_throughput.py, image preset, one thread; one run each,
-beside a training run), so it is not the default. `MKL_CBWR=AVX2` without `,STRICT`: on the machine this was built on CNR's AVX2 branch gave the same GEMM
-bits at one and two threads and on misaligned inputs, so STRICT (which costs speed) bought nothing there; the
-thread count is recorded with every row and a re-run uses the row's.
+beside a training run), so it is not the default. `MKL_CBWR=AVX2` without `,STRICT`: on the machine this was
+built on CNR's AVX2 branch gave the same GEMM bits at one and two threads and on misaligned inputs, so STRICT
+(which costs speed) bought nothing there; the thread count is recorded with every row and a re-run uses the row's.
 
 Two ways in, both before torch runs its first operation:
 
