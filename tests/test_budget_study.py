@@ -299,7 +299,7 @@ def test_a_study_without_spt_budget_writes_its_table_without_the_figure(tmp_path
     rows = [{"task": "pathfinder", "config": "c", "arm": "scratch", "arm_name": "scratch", "seed": 0,
              "test_accuracy": 0.55, "eval_accuracy": 0.5, "pretrain_epochs": None, "pretrain_tokens": 0,
              "budget_tokens": 0, "num_layers": 1}]
-    write_study_report(rows, [], summarize_study(rows), study_evidence(rows, {}), tmp_path)
+    write_study_report(rows, [], {}, tmp_path)
     assert "| scratch | 55.0 ± n/a (1) |" in (tmp_path / "budget_study.md").read_text()
     assert not (tmp_path / "budget_study.png").exists()
 
@@ -382,7 +382,8 @@ def test_the_paired_figure_draws_the_digits_table_configurations_and_pools(tmp_p
     assert length[2][1:] == (True, ["scratch", "scratch_compute_matched"])
     size = _panel_rows(panels[1], evidence)
     assert size[-1][0] == "150, 300, 600 pictures\npooled (seed means)" and size[-1][2]["scratch"].n == 3
-    write_study_report(rows, [], summarize_study(rows), evidence, tmp_path)
+    write_study_report(rows, [], {"digits_length": ["digits8", "digits16"],
+                                  "digits_data_size": ["digits16_n150", "digits16_n300", "digits16_n600"]}, tmp_path)
     assert (tmp_path / PAIRED_PLOT_NAME).stat().st_size > 0
     assert (tmp_path / "budget_study.md").read_text().startswith("# Budget study\n\nPaired by seed: 28 paired "
                                                                   "intervals, ")
@@ -401,8 +402,9 @@ def test_the_paired_figure_draws_each_study_of_several_configurations(tmp_path):
                 rows.append({"config": config, "arm": arm, "seed": seed, "test_accuracy": score,
                              "pretrain_tokens": tokens if arm == "spt" else 0, "budget_tokens": tokens,
                              "num_layers": 1, "pretrain_epochs": 1.0 if tokens else None, "model": None})
-    evidence = study_evidence(rows, {"two_configs": ["a", "b"], "one_config": ["lone"]})
-    write_study_report(rows, [], summarize_study(rows), evidence, tmp_path)
+    studies = {"two_configs": ["a", "b"], "one_config": ["lone"]}
+    evidence = study_evidence(rows, studies)
+    write_study_report(rows, [], studies, tmp_path)
     assert {entry["scope"] for entry in evidence["pooled"] if len(entry["configs"]) > 1} == {"two_configs"}
     # a configuration's label: the title its study file gives it (passed in), else its code name
     assert [panel.configs for panel in paired_panels(evidence, {"a": "config A"})] == [{"a": "config A", "b": "b"}]

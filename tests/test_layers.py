@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hf_spt"
 LAYERS = {"errors": 0, "value_checks": 0, "atomic_files": 0, "numerics": 0, "models": 1, "training": 2, "tasks": 3,
           "analysis": 3, "runs": 4, "reports": 4, "experiments": 5, "scripts": 6, "cli": 6, "__main__": 6}
 SUITES = "hf_spt.experiments.suites"
-MAX_LINES = 400
+MAX_LINES = 600  # a module is sized by its concept (issue 66): this only flags one that holds several
 
 
 def layer_of(module: str) -> int | None:

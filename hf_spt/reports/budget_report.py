@@ -25,9 +25,10 @@ from ..analysis.plotting import saved_figure
 from ..atomic_files import write_json, write_text
 from .arm_labels import arm_colour, arm_words, config_words
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_table
-from .preregistration import EXPLORATORY_NOTE, Preregistration, Roles, declared_verdict, preregistered_lines
+from .preregistration import EXPLORATORY_NOTE, Preregistration, preregistered_lines, withheld_units
 from .report_sources import numerics_notes
 from .seed_tables import mean_std_cell, one_decimal
+from .study_evidence import study_evidence, summarize_study
 
 STUDY_JSON_NAME = "budget_study.json"
 CHECKPOINTS_JSON_NAME = "budget_study_checkpoints.json"
@@ -37,6 +38,17 @@ PAIRED_PLOT_NAME = "budget_study_paired.png"
 # the controls drawn where a row has them, by marker: a column titled by a study of scratch given SPT's whole budget
 # draws that contrast, not only the plain and patient controls beside it
 _PAIRED_CONTROLS = {"scratch": "o", "scratch_compute_matched": "s", "scratch_compute_matched_full": "D"}
+
+
+Roles = Mapping[tuple[str, str, str], str]
+"""{(config, arm, control): "primary" or "secondary"}: a study's declared contrasts (`Preregistration.roles`)."""
+
+
+def declared_verdict(comparison: Mapping[str, Any], roles: Roles) -> str | None:
+    """The verdict cell of an exploratory paired row (a `config`, `arm` and `control`) that repeats a declared
+    contrast (`roles`): where that contrast is tested; None for one not declared."""
+    role = roles.get((comparison["config"], comparison["arm"], comparison["control"]))
+    return None if role is None else f"declared {role}: tested above"
 
 
 def _pct(stats: dict[str, float] | None) -> str:
@@ -327,19 +339,28 @@ def _legend_beside(axis: Any) -> None:
     axis.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
-def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], summary: dict[str, Any],
-                       evidence: dict[str, list[dict[str, Any]]], output_dir: Path,
-                       titles: Mapping[str, str] | None = None, preregistrations: Sequence[Preregistration] = ()) -> None:
-    """Write the rows, checkpoint probes, tables (with `evidence`, `study_evidence.study_evidence`'s)
-    and figures into `output_dir`, each configuration in a figure titled by `titles` (`plot_study`); the tables
-    open with each of `preregistrations` whose primary configuration the rows hold, tested as declared."""
+def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], studies: Mapping[str, list[str]],
+                       output_dir: Path, titles: Mapping[str, str] | None = None,
+                       preregistrations: Sequence[Preregistration] = (), notes: Sequence[str] = ()) -> None:
+    """Write the rows, checkpoint probes, tables and figures into `output_dir`, each configuration in a figure titled
+    by `titles` (`plot_study`), SPT's gains paired by seed and pooled over each of `studies` ({study: its
+    configurations}; `study_evidence.study_evidence`). The tables open with each of `preregistrations` that owns a
+    row (`Preregistration.owns`), tested as declared; a declared row whose test is not shown yet
+    (`preregistration.withheld_units`) is left out of the rest, which would give its estimate away. `notes`: lines
+    the report opens with (a named study file not at hand)."""
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
-    configs = {row["config"] for row in rows}
-    reported = [registration for registration in preregistrations if registration.primary.config in configs]
+    reported = [registration for registration in preregistrations if any(map(registration.owns, rows))]
     declared = [line for registration in reported for line in preregistered_lines(registration, rows)]
     roles = {key: role for registration in reported for key, role in registration.roles().items()}
-    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + numerics_notes(rows, "config", "configuration")
+    withheld = withheld_units(reported, rows)
+    shown = [row for row in rows if (row["config"], row.get("arm_name"), row["seed"]) not in withheld]
+    if withheld:
+        declared.append(f"The declared rows ({len(withheld)}) are left out of the exploratory part below until the "
+                        "test above is shown.\n")
+    summary, evidence = summarize_study(shown), study_evidence(shown, dict(studies))
+    write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + "".join(f"{note}\n\n" for note in notes)
+               + numerics_notes(rows, "config", "configuration")
                + study_markdown(summary, checkpoints, evidence, declared, roles))
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME, titles)
@@ -348,5 +369,5 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
 
 
 __all__ = ["STUDY_JSON_NAME", "CHECKPOINTS_JSON_NAME", "STUDY_MD_NAME", "STUDY_PLOT_NAME", "PAIRED_PLOT_NAME",
-           "POOL_NOTE", "PairedPanel", "DOCS_PANELS", "study_markdown", "plot_study", "paired_panels", "plot_paired",
+           "POOL_NOTE", "Roles", "declared_verdict", "PairedPanel", "DOCS_PANELS", "study_markdown", "plot_study", "paired_panels", "plot_paired",
            "write_study_report"]

@@ -56,8 +56,10 @@ def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), 
 
 # What a row or probe measured (or which seed it is, or which code ran it): the rest is what its study set, the
 # same for every seed.
+# The study a row names and the digest of the definition it ran under are its provenance too: the declaration check
+# (`preregistration.declaration_line`) names a joined seed that ran under another definition.
 _MEASURED = {"seed", "test_accuracy", "eval_accuracy", "seconds", "best_eval_loss", "mlm_loss", "unigram_loss",
-             "near_ratio_by_layer", *PROVENANCE_KEYS}
+             "near_ratio_by_layer", "study", "study_definition", *PROVENANCE_KEYS}
 
 
 def _report_settings(entry: tuple[str, dict[str, Any]]) -> str:

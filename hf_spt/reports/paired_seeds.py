@@ -16,14 +16,20 @@ interval by the square root of the comparisons pooled without the evidence for i
 A report of many intervals says how many it prints and how many exclude 0 (`interval_count`): at 95% each, an
 interval whose true difference is 0 excludes 0 one time in 20, so a reader weighs one that does against the count.
 
-The t quantile and the two-sided p of the mean difference (one-sample t-test of the differences against 0, the
-paired t-test) come from `scipy.stats`' Student t distribution, so the interval excludes 0 exactly when p < 0.05;
-the test checks them against the NIST/SEMATECH e-Handbook of Statistical Methods' table (section 1.3.6.7.2:
-12.706, 4.303, 3.182, ... for 1, 2, 3 ... degrees of freedom) and against `scipy.stats.ttest_1samp`.
+The interval and the two-sided p of the mean difference are `scipy.stats.ttest_1samp`'s (the one-sample t-test of
+the differences against 0, the paired t-test: its `confidence_interval` and `pvalue`), so the interval excludes 0
+exactly when p < 0.05; only differences that are all equal (sd 0, where the t statistic is undefined) are decided
+here: an interval of the one value, p 0 (1 when the value is 0). `t_quantile` (scipy's Student t) serves the
+interval's multiplier where a report states it.
+
+Where seeds ran with other CPU numerics (`stratified_difference`), a contrast is also given per stratum and as an
+inverse-variance weighted mean of the strata's mean differences (weights n / sd², a normal 95% interval): a
+sensitivity analysis, since a CPU's numerics change every arm of a seed alike but may shift the gain.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -77,23 +83,34 @@ class PairedDifference:
         """Sample standard deviation of the differences; None for one pair."""
         return statistics.stdev(self.differences) if self.n > 1 else None
 
+    @functools.cached_property
+    def _test(self) -> Any:
+        """`scipy.stats.ttest_1samp` of the differences against 0 (the paired t-test); None for one pair or
+        differences all equal (module docstring)."""
+        if self.sd is None or self.sd == 0:
+            return None
+        return stats.ttest_1samp(self.differences, 0.0)
+
     @property
     def interval(self) -> tuple[float, float] | None:
-        """The 95% interval of the mean difference (Student t, n - 1 degrees of freedom); None for one pair."""
+        """The 95% interval of the mean difference (scipy's `ttest_1samp(...).confidence_interval`: Student t, n - 1
+        degrees of freedom); None for one pair; the one value for differences all equal."""
         if self.sd is None:
             return None
-        half = t_quantile(self.n - 1) * self.sd / math.sqrt(self.n)
-        return self.mean - half, self.mean + half
+        if self._test is None:
+            return self.mean, self.mean
+        found = self._test.confidence_interval(CONFIDENCE)
+        return float(found.low), float(found.high)
 
     @property
     def p_value(self) -> float | None:
-        """Two-sided p of the paired t-test (the mean difference against 0, n - 1 degrees of freedom, `scipy.stats`'
-        t distribution); None for one pair. Differences all equal give 0 (1 when they are all 0)."""
+        """Two-sided p of the paired t-test (scipy's `ttest_1samp(...).pvalue`); None for one pair. Differences all
+        equal give 0 (1 when they are all 0)."""
         if self.sd is None:
             return None
-        if self.sd == 0:
+        if self._test is None:
             return 1.0 if self.mean == 0 else 0.0
-        return float(2 * stats.t.sf(abs(self.mean) / (self.sd / math.sqrt(self.n)), self.n - 1))
+        return float(self._test.pvalue)
 
     @property
     def ahead(self) -> int:
@@ -137,6 +154,27 @@ def paired_difference(treated: Mapping[Hashable, float], control: Mapping[Hashab
     they share no seed."""
     pairs = tuple((seed, treated[seed] - control[seed]) for seed in treated if seed in control)
     return PairedDifference(pairs) if pairs else None
+
+
+@dataclass(frozen=True)
+class StratifiedEstimate:
+    """An inverse-variance weighted mean of several strata's mean differences and its normal 95% interval."""
+
+    mean: float
+    interval: tuple[float, float]
+    strata: int
+
+
+def stratified_estimate(strata: Sequence[PairedDifference]) -> StratifiedEstimate | None:
+    """The strata's mean differences weighted by the inverse of their squared standard errors (n / sd²), with the
+    interval mean ± z(0.975) / √(sum of weights) (module docstring); None for fewer than two strata or a stratum
+    without a standard error (one seed, or differences all equal)."""
+    if len(strata) < 2 or any(stratum.sd is None or stratum.sd == 0 for stratum in strata):
+        return None
+    weights = [stratum.n / stratum.sd ** 2 for stratum in strata]
+    mean = sum(w * stratum.mean for w, stratum in zip(weights, strata)) / sum(weights)
+    half = float(stats.norm.ppf(0.5 + CONFIDENCE / 2)) / math.sqrt(sum(weights))
+    return StratifiedEstimate(mean, (mean - half, mean + half), len(strata))
 
 
 def seed_pool(differences: Sequence[PairedDifference]) -> PairedDifference | None:
@@ -209,4 +247,4 @@ def paired_table(labels: list[str], rows: list[tuple[list[str], PairedDifference
 
 
 __all__ = ["CONFIDENCE", "PAIRED_NOTE", "PAIRED_HEADER", "STD_NOTE", "t_quantile", "PairedDifference",
-           "paired_difference", "seed_pool", "interval_count", "paired_cells", "paired_table"]
+           "StratifiedEstimate", "stratified_estimate", "paired_difference", "seed_pool", "interval_count", "paired_cells", "paired_table"]

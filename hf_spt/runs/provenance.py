@@ -147,6 +147,23 @@ def described_commit(described: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+def row_commit(row: dict[str, Any]) -> str | None:
+    """The commit a result or row can be checked at: the full hash it records (`commit_hash`), else the hash in its
+    `git describe` words (`described_commit`; None for a bare tag, "unknown" or none)."""
+    return row.get("commit_hash") or described_commit(row.get("commit"))
+
+
+def commit_in(repository: Path | None, commit: str) -> bool:
+    """Whether the git repository at `repository` holds `commit` (False without git or a repository)."""
+    if repository is None:
+        return False
+    try:
+        git_output(repository, "cat-file", "-e", f"{commit}^{{commit}}")
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
 def is_ancestor(repository: Path | None, ancestor: str, commit: str) -> bool | None:
     """Whether `ancestor` is `commit` or one of its ancestors in the git repository at `repository`; None when git
     cannot tell (no git, no repository, or a commit the repository does not hold)."""
@@ -167,5 +184,6 @@ def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "MAX_NAMED_CHANGES", "git_output", "package_commit", "package_changes",
-           "cpu_description", "numerics_record", "numerics_label", "run_provenance", "described_commit", "is_ancestor",
+           "cpu_description", "numerics_record", "numerics_label", "run_provenance", "described_commit", "row_commit",
+           "commit_in", "is_ancestor",
            "recorded_provenance"]

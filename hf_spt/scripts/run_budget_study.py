@@ -41,11 +41,11 @@ from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.reports.budget_report import STUDY_MD_NAME, write_study_report
 from hf_spt.reports.budget_sources import combined_reports
-from hf_spt.experiments.suites.budget_study import (checkpoint_rows, seeds_on_record, shipped_study_configs,
-                                                    shipped_study_preregistrations, shipped_study_titles, study_grid,
+from hf_spt.experiments.suites.budget_study import (checkpoint_rows, rows_preregistrations, seeds_on_record,
+                                                    shipped_study_configs, shipped_study_titles, study_grid,
                                                     study_names, study_preregistration, study_rows, study_titles)
 from hf_spt.experiments.declarations import SettingsParser
-from hf_spt.reports.study_evidence import study_evidence, summarize_study
+from hf_spt.reports.preregistration import withheld_units
 from hf_spt.experiments.exit_status import run_cli
 from hf_spt.experiments.suite_flags import (comma_names, comma_seeds, portable_numerics_field, set_torch_threads,
                                            torch_threads_field)
@@ -126,8 +126,9 @@ def run(args: BudgetStudyArguments) -> None:
         rows, checkpoints = combined_reports(args.combined_folders, args.replaced_configs, args.added_configs,
                                              args.mix_numerics)
         titles = shipped_study_titles()  # the figures name each configuration as its study file does
-        write_study_report(rows, checkpoints, summarize_study(rows), study_evidence(rows, shipped_study_configs()),
-                           Path(args.output_dir), titles, shipped_study_preregistrations())
+        registrations, notes = rows_preregistrations(rows)  # each declaration follows the rows that name its study
+        write_study_report(rows, checkpoints, shipped_study_configs(), Path(args.output_dir), titles, registrations,
+                           notes)
         compute = [Path(folder) / f"{COMPUTE_PREFIX}_compute.json" for folder in args.combined_folders]
         for missing in (path for path in compute if not path.is_file()):
             print(f"{missing.parent}: no compute report (a study run before it existed: rerun its command, which "
@@ -165,12 +166,17 @@ def run(args: BudgetStudyArguments) -> None:
     from accelerate import PartialState
 
     if PartialState().is_main_process:
-        rows = study_rows(grid)
+        rows = study_rows(grid, args.study)
         titles = shipped_study_titles() | study_titles(args.study)  # a shipped configuration's, then the study's own
-        write_study_report(rows, checkpoint_rows(grid, args.probe_examples), summarize_study(rows),
-                           study_evidence(rows, {Path(args.study).stem: list(grid.tasks)}), Path(grid.output_dir),
-                           titles, [registration] if (registration := study_preregistration(args.study)) else [])
-        write_compute_report(grid_compute_curves(grid), grid.output_dir, COMPUTE_PREFIX, titles)
+        registrations = [registration] if (registration := study_preregistration(args.study)) else []
+        write_study_report(rows, checkpoint_rows(grid, args.probe_examples),
+                           {Path(args.study).stem: list(grid.tasks)}, Path(grid.output_dir), titles, registrations)
+        withheld = withheld_units(registrations, rows)  # a declared test not shown yet: its curves neither
+        curves = [curve for curve in grid_compute_curves(grid) if (curve.config, curve.arm, curve.seed) not in withheld]
+        if curves or not withheld:
+            write_compute_report(curves, grid.output_dir, COMPUTE_PREFIX, titles)
+        else:
+            print("No compute report yet: every run is a declared row whose test is not shown yet.")
         print((Path(grid.output_dir) / STUDY_MD_NAME).read_text())
 
 

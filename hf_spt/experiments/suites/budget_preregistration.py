@@ -8,15 +8,26 @@
       secondary:                        # optional; Holm-adjusted over this list
         - {config: mnist14_n1000, arm: spt, control: scratch_compute_matched}
       pilot_sd: 2.0                     # optional: the pilot's sd of the differences (points), for the power line
+      alpha_spending: {rule: obrien_fleming, looks: [8, 16]}   # optional: interim looks (seeds with rows)
 
 Arms are named as in the study's `arms:` (a budget arm with its suffix, `spt_e40`), configurations as its task
-keys. The report (`reports.preregistration`) tests the contrasts as declared. The declaration's commit is the
-oldest commit from which the file's `preregistered:` mapping is the one it holds now (later commits may change the
-rest of the file); one the working copy changed and no commit holds is not committed.
+keys; every contrast is declared once (the primary is no secondary). Every value is checked while the study plans
+(finite numbers in their ranges: a smallest effect from 0.01 to 100 points, a pilot sd below 100), so a value the
+power line cannot use stops the plan, not the report after every cell has trained. The report (`reports.preregistration`) tests the contrasts as declared.
+
+The declaration binds the whole study (`study_definition`: the parsed file less `output_dir`, the `seeds` a launch
+trains and the tasks' `title`s, none of which changes a row). Its commit is the oldest commit from which that
+definition is the one the file holds now: a later change to the recipe, model, arms, budgets or declaration moves
+it; a comment does not. One the working copy changed and no commit holds is not committed; a commit that deleted
+the file is passed over (a file restored unchanged keeps its declaration), and the file's history is read in the
+repository that holds it, which the report names.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import math
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -24,12 +35,18 @@ from typing import Any
 import yaml
 
 from ...errors import UserInputError
-from ...reports.preregistration import Contrast, Declaration, Preregistration
+from ...reports.preregistration import SPENDING_RULES, AlphaSpending, Contrast, Declaration, Preregistration
+from ...runs.phase_definition import definition_digest
 from ...runs.provenance import git_output
 from .grid import Grid
 
 PREREGISTERED_KEY = "preregistered"
-_KEYS = {"primary", "seeds", "alpha", "smallest_effect", "secondary", "pilot_sd"}
+RUN_BOOKKEEPING = ("output_dir", "seeds")
+"""Top-level study settings that say where and which seeds a launch trains, not what a row is."""
+TITLE_KEY = "title"
+SMALLEST_EFFECT_FLOOR = 0.01
+"""Points: an effect below one test example in 10,000 is below what a test accuracy can show."""
+_KEYS = {"primary", "seeds", "alpha", "smallest_effect", "secondary", "pilot_sd", "alpha_spending"}
 _REQUIRED = ("primary", "seeds", "alpha", "smallest_effect")
 _EXAMPLE = ("e.g. preregistered: {primary: {config: CONFIG, arm: spt, control: scratch}, seeds: [10, 11, ...], "
             "alpha: 0.05, smallest_effect: 1.0}")
@@ -56,11 +73,34 @@ def _number(block: dict[str, Any], key: str, path: Path, low: float, high: float
     value = block.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not (
             low < value and (high is None or value < high)):
         bounds = f"between {low:g} and {high:g}" if high is not None else f"above {low:g}"
-        raise UserInputError(f"{path}: {PREREGISTERED_KEY} {key} must be a number {bounds}, got {value!r}.")
+        raise UserInputError(f"{path}: {PREREGISTERED_KEY} {key} must be a finite number {bounds}, got {value!r}.")
     return float(value)
+
+
+def _alpha_spending(value: Any, seeds: int, path: Path) -> AlphaSpending | None:
+    """The declared interim looks: a known spending rule and ascending seed counts between 2 and the seeds."""
+    if value is None:
+        return None
+    looks = value.get("looks") if isinstance(value, dict) else None
+    if (not isinstance(value, dict) or set(value) != {"rule", "looks"} or value["rule"] not in SPENDING_RULES
+            or not isinstance(looks, list) or not looks
+            or any(isinstance(k, bool) or not isinstance(k, int) or not 2 <= k < seeds for k in looks)
+            or looks != sorted(set(looks))):
+        raise UserInputError(f"{path}: {PREREGISTERED_KEY} alpha_spending must be {{rule: {' or '.join(SPENDING_RULES)}, "
+                             f"looks: [seeds with rows at each interim look, ascending, from 2 to {seeds - 1}]}}, "
+                             f"got {value!r}.")
+    return AlphaSpending(value["rule"], tuple(looks))
+
+
+def _checked_effect(registration: Preregistration, path: Path) -> None:
+    """Refuse a smallest effect the power line cannot use (below `SMALLEST_EFFECT_FLOOR` or above 100 points), while
+    the study plans."""
+    if registration.smallest_effect < SMALLEST_EFFECT_FLOOR or registration.smallest_effect > 100:
+        raise UserInputError(f"{path}: {PREREGISTERED_KEY} smallest_effect is in points of test accuracy, from "
+                             f"{SMALLEST_EFFECT_FLOOR:g} to 100; got {registration.smallest_effect:g}.")
 
 
 def parse_preregistration(block: Any, path: Path, grid: Grid, study: str) -> Preregistration:
@@ -81,39 +121,82 @@ def parse_preregistration(block: Any, path: Path, grid: Grid, study: str) -> Pre
     secondary = block.get("secondary") or []
     if not isinstance(secondary, list):
         raise UserInputError(f"{path}: {PREREGISTERED_KEY} secondary must be a list of contrasts, got {secondary!r}.")
-    return Preregistration(
-        study=study, primary=_contrast(block["primary"], "primary", grid, path), seeds=tuple(seeds),
-        alpha=_number(block, "alpha", path, 0, 1), smallest_effect=_number(block, "smallest_effect", path, 0, None),
-        secondary=tuple(_contrast(c, f"secondary {i + 1}", grid, path) for i, c in enumerate(secondary)),
-        pilot_sd=_number(block, "pilot_sd", path, 0, None))
+    primary = _contrast(block["primary"], "primary", grid, path)
+    secondaries = tuple(_contrast(c, f"secondary {i + 1}", grid, path) for i, c in enumerate(secondary))
+    seen = [primary]
+    for index, contrast in enumerate(secondaries):
+        if contrast in seen:
+            again = "the primary" if contrast == primary else f"secondary {seen.index(contrast)}"
+            raise UserInputError(f"{path}: {PREREGISTERED_KEY} secondary {index + 1} ({contrast.words()}) repeats "
+                                 f"{again}: declare each contrast once (a repeat would count twice in Holm's family).")
+        seen.append(contrast)
+    registration = Preregistration(
+        study=study, primary=primary, seeds=tuple(seeds), alpha=_number(block, "alpha", path, 0, 1),
+        smallest_effect=_number(block, "smallest_effect", path, 0, None), secondary=secondaries,
+        pilot_sd=_number(block, "pilot_sd", path, 0, 100),
+        alpha_spending=_alpha_spending(block.get("alpha_spending"), len(seeds), path))
+    _checked_effect(registration, path)
+    return registration
 
 
-def _declared(text: str) -> Any:
-    """The `preregistered:` mapping of a study file's text (None: none, or text YAML cannot read)."""
+def study_definition(raw: dict[str, Any]) -> dict[str, Any]:
+    """What a study file defines (module docstring): its parsed content less `RUN_BOOKKEEPING` and the tasks'
+    titles; `raw` is left as it is."""
+    definition = {key: value for key, value in copy.deepcopy(raw).items() if key not in RUN_BOOKKEEPING}
+    for spec in (definition.get("tasks") or {}).values() if isinstance(definition.get("tasks"), dict) else ():
+        if isinstance(spec, dict):
+            spec.pop(TITLE_KEY, None)
+    return definition
+
+
+def study_definition_digest(raw: dict[str, Any]) -> str:
+    """The digest of `study_definition(raw)` that rows record and the declaration check compares."""
+    return definition_digest(study_definition(raw))
+
+
+def _definition_of(text: str | None) -> str | None:
+    """The definition digest of a study file's text (None: no text, or text that is no YAML/JSON mapping)."""
+    if text is None:
+        return None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError:
         return None
-    return data.get(PREREGISTERED_KEY) if isinstance(data, dict) else None
+    return study_definition_digest(data) if isinstance(data, dict) else None
+
+
+def _text_at(top: Path, commit: str, relative: str) -> str | None:
+    """The file's text at `commit` (None where the commit holds no such file, e.g. the one that deleted it)."""
+    try:
+        return git_output(top, "show", f"{commit}:{relative}")
+    except subprocess.SubprocessError:
+        return None
 
 
 def declaration_commit(path: Path) -> Declaration:
-    """Where git says the study file at `path` declared its `preregistered:` mapping (module docstring)."""
+    """Where git says the study file at `path` declared its whole definition (module docstring), and a reader of its
+    definition at any commit of that repository, for rows that record none."""
     path = path.resolve()
-    current = _declared(path.read_text(encoding="utf-8"))
+    current = _definition_of(path.read_text(encoding="utf-8"))
     try:
         top = Path(git_output(path.parent, "rev-parse", "--show-toplevel"))
         relative = path.relative_to(top).as_posix()
-        found = None
-        for commit in git_output(top, "log", "--format=%H", "--", relative).split():  # newest first
-            if _declared(git_output(top, "show", f"{commit}:{relative}")) != current:
-                break
-            found = commit
+        history = git_output(top, "log", "--format=%H", "--", relative).split()  # newest first, deletions included
     except (OSError, subprocess.SubprocessError, ValueError):
         return Declaration(None, None, f"{path} is not in a git checkout git can read")
+    found = None
+    for commit in history:
+        text = _text_at(top, commit, relative)
+        if text is None:  # the commit that deleted the file: no definition to compare, and none ran under it
+            continue
+        if _definition_of(text) != current:
+            break
+        found = commit
     if found is None:
-        return Declaration(None, top, f"the declaration {path.name} holds is not committed")
-    return Declaration(found, top)
+        return Declaration(None, top, f"the study definition {path.name} holds is not committed in {top}", relative)
+    return Declaration(found, top, "", relative,
+                       functools.lru_cache(maxsize=None)(lambda commit: _definition_of(_text_at(top, commit, relative))))
 
 
-__all__ = ["PREREGISTERED_KEY", "parse_preregistration", "declaration_commit"]
+__all__ = ["PREREGISTERED_KEY", "RUN_BOOKKEEPING", "TITLE_KEY", "SMALLEST_EFFECT_FLOOR", "parse_preregistration",
+           "study_definition", "study_definition_digest", "declaration_commit"]

@@ -40,13 +40,12 @@ from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining
 from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, parse_grid, pretrain_jobs
 from .finished_runs import read_record
-from .budget_preregistration import PREREGISTERED_KEY, declaration_commit, parse_preregistration
+from .budget_preregistration import (PREREGISTERED_KEY, TITLE_KEY, declaration_commit, parse_preregistration,
+                                     study_definition_digest)
 
 
 STUDIES_DIR = Path(__file__).with_name("studies")
 PROBE_NAME = "checkpoint_probe.json"
-TITLE_KEY = "title"
-"""A study file's task may hold, besides its grid settings, the words its figures name it by."""
 _BUDGET_SUFFIX = re.compile(r"_e[0-9.]+$")
 
 
@@ -113,7 +112,26 @@ def study_preregistration(study: str) -> Preregistration | None:
     if raw.get(PREREGISTERED_KEY) is None:
         return None
     registration = parse_preregistration(raw[PREREGISTERED_KEY], path, study_grid(study), Path(study).stem)
-    return replace(registration, declaration=declaration_commit(path))
+    return replace(registration, study_file=study, definition=study_definition_digest(raw),
+                   declaration=declaration_commit(path))
+
+
+def rows_preregistrations(rows: list[dict[str, Any]]) -> tuple[list[Preregistration], list[str]]:
+    """The declarations of the studies that `rows` name (`study`: a shipped study or a study file's path), plus the
+    shipped declared studies for rows written before rows named their study; and a note for each named study file
+    that is not at hand (its declaration, if any, cannot be tested here)."""
+    named = dict.fromkeys(row["study"] for row in rows if row.get("study") is not None)
+    found, missing = [], []
+    for study in named:
+        if study not in study_names() and not Path(study).is_file():
+            missing.append(f"Rows name the study file {study}, which is not at hand here: a declaration it makes is "
+                           "not tested in this report.")
+        elif (registration := study_preregistration(study)) is not None:
+            found.append(registration)
+    if any(row.get("study") is None for row in rows):
+        found += [registration for registration in shipped_study_preregistrations()
+                  if registration.study_file not in named]
+    return found, missing
 
 
 def shipped_study_preregistrations() -> list[Preregistration]:
@@ -166,8 +184,12 @@ class _Tokens:
         return self.counts[task_key, seed]
 
 
-def study_rows(grid: Grid) -> list[dict[str, Any]]:
-    """One row per finished cell (module docstring), in the grid's order."""
+def study_rows(grid: Grid, study: str | None = None) -> list[dict[str, Any]]:
+    """One row per finished cell (module docstring), in the grid's order; with `study` (a shipped study's name or a
+    study file's path), each row names it (`study`) and the digest of its definition (`study_definition`,
+    `budget_preregistration.study_definition_digest`), which every cell was checked against before this report
+    (`grid_runner.run_grid` refuses a unit whose recorded definition differs from the study's)."""
+    named = {} if study is None else {"study": study, "study_definition": study_definition_digest(_study_file(study)[1])}
     tokens = _Tokens(grid)
     rows = []
     for row in rows_with_pretraining(grid):
@@ -186,7 +208,7 @@ def study_rows(grid: Grid) -> list[dict[str, Any]]:
                      "pretrain_epochs": epochs, "pretrain_tokens": budget if arm.pretrain else 0,
                      "budget_tokens": budget, "num_layers": row["num_layers"], "init_parts": arm.init_parts,
                      "freeze_parts": arm.freeze_parts, "model": arm.model or None, "seconds": row["seconds"],
-                     **recorded_provenance(row)})
+                     **named, **recorded_provenance(row)})
     return rows
 
 
@@ -220,4 +242,4 @@ def shipped_study_configs() -> dict[str, list[str]]:
 
 __all__ = ["STUDIES_DIR", "PROBE_NAME", "TITLE_KEY", "study_names", "study_grid", "study_titles",
            "shipped_study_titles", "seeds_on_record", "arm_kind", "study_rows", "checkpoint_rows",
-           "shipped_study_configs", "study_preregistration", "shipped_study_preregistrations"]
+           "shipped_study_configs", "study_preregistration", "shipped_study_preregistrations", "rows_preregistrations"]
