@@ -45,3 +45,26 @@ def test_the_ablation_table_regenerates_with_the_same_numbers():
     text = grid_report.markdown_table(grid_report.summarize(rows)) + "\n" + grid_report.paired_markdown(rows)
     expected = table_lines((DOCS / "ablation" / "results.md").read_text())
     assert table_lines(text) == expected and len(expected) > 10
+
+
+def test_the_declared_mnist_report_regenerates_and_says_what_it_checked():
+    """Issue 64: the preregistered MNIST report's confirmatory section, regenerated from its committed rows by today's
+    code, is the committed one, and its declaration line checks every declared row (88: four arms of 22 seeds)."""
+    import subprocess
+
+    from hf_spt.experiments.suites.budget_study import study_preregistration
+    from hf_spt.reports.preregistration import preregistered_lines
+
+    folder = DOCS / "lra" / "mnist_preregistered"
+    rows = json.loads((folder / "budget_study.json").read_text())
+    registration = study_preregistration("mnist_preregistered")
+    lines = preregistered_lines(registration, rows)
+    committed = (folder / "budget_study.md").read_text()
+    assert [line for line in lines if not line.startswith("Declaration")] == [
+        line for line in committed.splitlines()[4:4 + len(lines)] if not line.startswith("Declaration")]
+    held = subprocess.run(["git", "cat-file", "-e", "bacaad90b9b9^{commit}"], cwd=DOCS, capture_output=True)
+    if held.returncode == 0:  # a clone with the declaration's history (not a shallow one)
+        declaration = next(line for line in lines if line.startswith("Declaration"))
+        assert "as committed at bacaad90b9b9" in declaration and "Checked 88 declared rows" in declaration
+        assert declaration.endswith("the declaration's commit is an ancestor of every one's commit, and each ran "
+                                    "under the declared definition.")

@@ -166,3 +166,47 @@ def test_p_and_interval_are_scipys_paired_t_test():
     assert difference.resolved == (difference.p_value < 0.05)
     assert paired_difference({0: 0.1}, {0: 0.0}).p_value is None  # one seed: no test
     assert paired_difference({0: 0.1, 1: 0.1}, {0: 0.0, 1: 0.0}).p_value == 0.0  # equal differences, sd 0
+
+
+def test_p_and_interval_are_read_off_scipys_test_not_computed_again(monkeypatch):
+    """Issue 64 item 5: `PairedDifference` asks `scipy.stats.ttest_1samp` for its p and interval (a stand-in's answer
+    comes back unchanged) instead of computing the t-test itself and checking it against scipy."""
+    from types import SimpleNamespace
+
+    from hf_spt.reports import paired_seeds
+
+    asked = []
+
+    def stand_in(values, popmean):
+        asked.append((list(values), popmean))
+        return SimpleNamespace(pvalue=0.123, confidence_interval=lambda level: SimpleNamespace(low=-1.0, high=2.0))
+
+    monkeypatch.setattr(paired_seeds.stats, "ttest_1samp", stand_in)
+    difference = paired_difference({0: 0.03, 1: -0.01, 2: 0.05}, {0: 0.0, 1: 0.0, 2: 0.0})
+    assert difference.p_value == 0.123 and difference.interval == (-1.0, 2.0)
+    assert asked == [([0.03, -0.01, 0.05], 0.0)]  # asked once, the result kept
+
+
+def test_the_declared_study_stratified_by_numerics_gives_the_sensitivity_figures():
+    """Issue 64 item 5: the declared MNIST study's primary per numerics label (AMD seeds 100-108, Intel 109-121) and
+    the inverse-variance stratified estimate, recomputed from the committed rows."""
+    import json
+    from pathlib import Path
+
+    from hf_spt.reports.paired_seeds import stratified_estimate
+
+    rows = json.loads((Path(__file__).resolve().parents[1] / "docs" / "lra" / "mnist_preregistered"
+                       / "budget_study.json").read_text())
+    scores = {(row["seed"], row["arm_name"]): row["test_accuracy"] for row in rows}
+
+    def primary(seeds):
+        return paired_difference({s: scores[s, "spt"] for s in seeds},
+                                 {s: scores[s, "scratch_compute_matched_full"] for s in seeds})
+
+    amd, intel = primary(range(100, 109)), primary(range(109, 122))
+    assert {row["cpu"]["model"] for row in rows if row["seed"] < 109} == {"AMD EPYC"}
+    assert [round(100 * v, 2) for v in (amd.mean, *amd.interval)] == [3.63, 1.37, 5.88]
+    assert [round(100 * v, 2) for v in (intel.mean, *intel.interval)] == [1.03, -0.35, 2.41]
+    estimate = stratified_estimate([amd, intel])
+    assert [round(100 * v, 2) for v in (estimate.mean, *estimate.interval)] == [1.8, 0.76, 2.84]
+    assert stratified_estimate([amd]) is None and stratified_estimate([amd, primary([100])]) is None

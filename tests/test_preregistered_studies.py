@@ -371,3 +371,37 @@ def test_a_declared_study_run_reports_its_primary_first(tmp_path):
     written = json.loads((tmp_path / "run" / "budget_study.json").read_text())
     assert len(written) == 4 and {row["study"] for row in written} == {str(study_file)}
     assert {row["study_definition"] for row in written} == {study_preregistration(str(study_file)).definition}
+
+
+def study_folder(folder: Path, study: str | None, config: str = "a") -> Path:
+    """A finished study's report folder, its rows naming `study` (None: rows written before rows named it)."""
+    folder.mkdir(parents=True)
+    shaped = [{**row, "task": "digits", "pretrain_tokens": 1000 * (row["arm"] == "spt"), "num_layers": 2,
+               "budget_tokens": 0 if row["arm"] == "scratch" else 1000, "model": None, "seconds": 1.0,
+               "pretrain_epochs": None if row["arm"] == "scratch" else 10,
+               **({} if study is None else {"study": study})} for row in rows(config=config)]
+    (folder / "budget_study.json").write_text(json.dumps(shaped))
+    (folder / "budget_study_checkpoints.json").write_text("[]")
+    return folder
+
+
+def test_a_declaration_follows_the_rows_of_its_own_study_through_combine(tmp_path, monkeypatch):
+    """Issue 64 item 8: --combine reports a declaration for the rows that name its study file, not for rows that
+    share a configuration name: a user's undeclared study with the shipped declared study's configuration name
+    opens with no declaration, and a user's own declared study keeps its confirmatory section."""
+    monkeypatch.chdir(tmp_path)
+    undeclared = tmp_path / "mine.yaml"
+    undeclared.write_text(yaml.safe_dump({**STUDY, "tasks": {"mnist14_n1000_declared": STUDY["tasks"]["a"]}}))
+    source = study_folder(tmp_path / "runs" / "mine", str(undeclared), config="mnist14_n1000_declared")
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=str(source), output_dir=str(tmp_path / "c1")))
+    assert "## Preregistered" not in (tmp_path / "c1" / "budget_study.md").read_text()
+    declared = tmp_path / "declared.yaml"
+    declared.write_text(yaml.safe_dump({**STUDY, "preregistered": DECLARED}))
+    source = study_folder(tmp_path / "runs" / "declared", str(declared))
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=str(source), output_dir=str(tmp_path / "c2")))
+    report = (tmp_path / "c2" / "budget_study.md").read_text()
+    assert report.startswith("# Budget study\n\n## Preregistered: declared\n") and "| primary |" in report
+    declared.unlink()
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=str(source), output_dir=str(tmp_path / "c3")))
+    assert (f"Rows name the study file {declared}, which is not at hand here" in
+            (tmp_path / "c3" / "budget_study.md").read_text())

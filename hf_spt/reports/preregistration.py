@@ -374,8 +374,8 @@ def _sensitivity_lines(registration: Preregistration, rows: Sequence[Mapping[str
                         f"{100 * estimate.interval[1]:+.1f}] |"))
     if not found:
         return []
-    return ["Sensitivity analysis, declared with the test (not a test itself): the seeds of a contrast below ran with "
-            "other CPU numerics, so each contrast is also given per numerics label and as the strata's "
+    return ["Sensitivity analysis, not a test: the seeds of a contrast below ran with other CPU numerics, so each "
+            "contrast is also given per numerics label and as the strata's "
             "inverse-variance weighted mean (weights n / sd², normal 95% interval) beside the pooled estimate "
             "tested above.", "", "| contrast | numerics | seeds | mean | 95% interval |", "|---|---|---|---|---|",
             *found, ""]
