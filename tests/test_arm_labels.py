@@ -29,7 +29,8 @@ TITLES_SINCE = {"mnist14_n1000": "MNIST 14x14, 1,000 labelled pictures",
                 "mnist14_n3000": "MNIST 14x14, 3,000 labelled pictures",
                 "mnist14_n1000_declared": "MNIST 14x14, 1,000 labelled pictures (declared)",
                 "mnist14_n1000_permuted": "MNIST 14x14 permuted, 1,000 labelled pictures",
-                "mnist28_n1000": "MNIST 28x28, 1,000 labelled pictures"}
+                "mnist28_n1000": "MNIST 28x28, 1,000 labelled pictures",
+                "mnist14_n1000_mechanism": "MNIST 14x14, 1,000 labelled pictures (mechanism pilot)"}
 """Studies shipped since (issue 56's MNIST pilot, preregistered study and locality study)."""
 
 
