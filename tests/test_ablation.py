@@ -80,10 +80,25 @@ def test_arms_map_to_shared_checkpoints(tmp_path):
     ({"name": "x", "pretrain": True, "start": "random"}, "only for an arm that does not pretrain"),
     ({"name": "x", "method": "adapters"}, "method is one of full, lora"),
     ({"name": "x", "start": "random"}, "give the pretrained model with --model_name_or_path"),
+    ({"name": "x", "tasks": ["nowhere"]}, r"runs on tasks \['nowhere'\], which are not in tasks"),
+    ({"name": "x", "tasks": []}, "leave it out to run on every task"),
 ])
 def test_bad_grids_give_clear_errors(tmp_path, arm, message):
     with pytest.raises(ValueError, match=message):
         grid_runner.plan_grid(parse_grid(tiny_grid(tmp_path, [arm])))
+
+
+def test_an_arm_runs_on_the_tasks_it_names(tmp_path):
+    """An arm's `tasks:` keeps its cells (and the SPT checkpoints they need) to those task keys: a permuted twin of a
+    configuration gets its SPT arm and two controls, not every mechanism arm."""
+    grid = parse_grid(tiny_grid(tmp_path, [{"name": "scratch"}, {"name": "spt", "pretrain": True},
+                                           {"name": "hybrid_qk", "init_parts": "qk", "tasks": ["m"]}])
+                      | {"tasks": {key: {"task": "markov", "task_options": {"num_train": 32, "num_validation": 16,
+                                                                               "num_test": 16, "length": 12}}
+                                   for key in ("m", "twin")}})
+    held = {(cell.task, cell.arm) for cell in cells(grid)}
+    assert held == {("m", "scratch"), ("m", "spt"), ("m", "hybrid_qk"), ("twin", "scratch"), ("twin", "spt")}
+    assert len(cells(grid)) == 2 * len(held)
 
 
 def test_a_grid_arm_is_a_modes_arm_lora_included(tmp_path):

@@ -328,6 +328,8 @@ def test_described_commits():
     ({"secondary": [{"config": "a", "arm": "spt", "control": "scratch"}] * 2},
      "secondary 2 (spt minus scratch, a) repeats secondary 1: declare each contrast once"),
     ({"secondary": [DECLARED["primary"]]}, "secondary 1 (spt minus scratch_compute_matched_full, a) repeats the primary"),
+    ({"primary": {"config": "b", "arm": "spt_a_only", "control": "scratch"}},
+     "names arm 'spt_a_only', which does not run on configuration 'b'"),
     ({"alpha_spending": {"rule": "haybittle", "looks": [2]}}, "alpha_spending must be {rule: obrien_fleming or pocock"),
     ({"alpha_spending": {"rule": "pocock", "looks": [3, 2]}}, "looks: [seeds with rows at each interim look, ascending"),
     ({"alpha_spending": {"rule": "pocock", "looks": [4]}}, "from 2 to 3"),
@@ -336,7 +338,8 @@ def test_described_commits():
 ])
 def test_a_bad_declaration_stops_the_study_while_it_plans(tmp_path, change, message):
     study = tmp_path / "s.yaml"
-    study.write_text(yaml.safe_dump({**STUDY, "preregistered": {**DECLARED, **change}}))
+    arms = [*ARMS, {"name": "spt_a_only", "pretrain": True, "tasks": ["a"]}]
+    study.write_text(yaml.safe_dump({**STUDY, "arms": arms, "preregistered": {**DECLARED, **change}}))
     with pytest.raises(UserInputError, match=re.escape(message)):
         study_grid(str(study))
 

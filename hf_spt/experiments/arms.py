@@ -22,6 +22,8 @@ Fields:
     start            without pretrain: "model" (the model's weights, `model_name_or_path`'s; random without
                      it) or "random" (fresh weights of `model_name_or_path`'s architecture)
     method           "full" or "lora" (None: the run's `finetune_method`)
+    tasks            grid: the task keys the arm runs on (None: every task), e.g. the few controls a
+                     permuted twin of a configuration needs beside its SPT arm
 
 In `run_spt.py` the pretraining arms take `--init_parts` and every arm `--freeze_parts`.
 """
@@ -53,6 +55,11 @@ class Arm:
     start: Literal["model", "random"] = "model"
     method: str | None = None
     early_stopping: bool = True
+    tasks: list[str] | None = None
+
+    def runs_on(self, task_key: str) -> bool:
+        """Whether the arm has a cell for `task_key` (`tasks`)."""
+        return self.tasks is None or task_key in self.tasks
 
     def __post_init__(self):
         implied = (self.init_parts, self.pretrain_task) + (() if self.compute_matched else (self.pretrain_epochs,))
@@ -73,6 +80,9 @@ class Arm:
             raise UserInputError(f"Arm {self.name!r}: start is 'model' (the model's weights, random without "
                                  "model_name_or_path) or 'random' (fresh weights of its architecture), and only for an "
                                  f"arm that does not pretrain; got start={self.start!r}.")
+        if self.tasks is not None and not self.tasks:
+            raise UserInputError(f"Arm {self.name!r}: tasks lists the task keys it runs on; leave it out to run on "
+                                 "every task, not [].")
         if self.method not in (None, *FINETUNE_METHODS):
             raise UserInputError(f"Arm {self.name!r}: method is one of {', '.join(FINETUNE_METHODS)}, got {self.method!r}.")
 

@@ -84,7 +84,7 @@ def grid_cells(
     if clashes:
         raise UserInputError(f"Flags contradict the grid's task {key!r}: {'; '.join(clashes)}. Drop them.")
     located = replace(grid, output_dir=str(run))  # the folder may have moved since the grid ran
-    cells = [Cell(key, arm.name, seed) for arm in grid.arms]
+    cells = [Cell(key, arm.name, seed) for arm in grid.arms if arm.runs_on(key)]
     jobs = pretrain_jobs(located, cells)
     folders = [cell.folder(located) for cell in cells] + [job.folder(located) for job in jobs]
     data = replace(data_args, task=spec.task, data_dir=spec.data_dir, task_options=spec.task_options)

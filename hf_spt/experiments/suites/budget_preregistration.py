@@ -64,6 +64,10 @@ def _contrast(value: Any, what: str, grid: Grid, path: Path) -> Contrast:
         if value[key] not in arms:
             raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} names {key} {value[key]!r}; the study's arms "
                                  f"are {', '.join(arms)}.")
+    for key in ("arm", "control"):
+        if not next(arm for arm in grid.arms if arm.name == value[key]).runs_on(value["config"]):
+            raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} names {key} {value[key]!r}, which does not run "
+                                 f"on configuration {value['config']!r} (its tasks:).")
     if value["arm"] == value["control"]:
         raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} compares arm {value['arm']!r} with itself.")
     return Contrast(value["config"], value["arm"], value["control"])

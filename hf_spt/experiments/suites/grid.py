@@ -183,6 +183,10 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
         raise UserInputError(f"{source}: arm names must be unique, got {names}.")
     known_tasks = set(grid.tasks) | set(grid.pretrain_tasks)
     for arm in grid.arms:
+        unknown = sorted(set(arm.tasks or ()) - set(grid.tasks))
+        if unknown:
+            raise UserInputError(f"{source}: arm {arm.name!r} runs on tasks {unknown}, which are not in tasks "
+                                 f"({sorted(grid.tasks)}).")
         if arm.pretrain_task is not None and arm.pretrain_task not in known_tasks:
             raise UserInputError(f"{source}: arm {arm.name!r} pretrains on {arm.pretrain_task!r}, which is not in "
                              f"tasks or pretrain_tasks ({sorted(known_tasks)}).")
@@ -282,7 +286,9 @@ def arm_depth(grid: Grid, arm: Arm, task_key: str) -> int:
 
 
 def cells(grid: Grid) -> list[Cell]:
-    return [Cell(task, arm.name, seed) for task in grid.tasks for arm in grid.arms for seed in grid.seeds]
+    """Every fine-tuning run of the grid: each task with each arm that runs on it (`Arm.tasks`), for every seed."""
+    return [Cell(task, arm.name, seed) for task in grid.tasks for arm in grid.arms if arm.runs_on(task)
+            for seed in grid.seeds]
 
 
 def arm_pretrain_epochs(grid: Grid, arm: Arm, seed: int, task_key: str) -> float:
