@@ -302,6 +302,35 @@ def test_the_power_line_counts_seeds_for_large_and_textbook_effects():
     assert power_at(2, 2 / 0.129, 0.05) >= 0.8 and math.isfinite(power_at(6, 2 / 0.129, 0.05))  # solver: NaN
 
 
+def test_a_contrast_may_take_the_mean_of_controls_or_subtract_a_twin_configuration(tmp_path):
+    """Issue 65's claims as paired contrasts: "attention alone recovers more than half of SPT's gain" is the arm
+    minus the mean of SPT and scratch; "the gain shrinks without locality" is SPT minus scratch in one configuration
+    minus the same in its permuted twin, each seed's difference of differences."""
+    study = tmp_path / "s.yaml"
+    declared = {**DECLARED, "primary": {"config": "a", "arm": "scratch_compute_matched_full",
+                                        "control": ["spt", "scratch"]},
+                "secondary": [{"config": "a", "arm": "spt", "control": "scratch", "twin": "b"}]}
+    study.write_text(yaml.safe_dump({**STUDY, "preregistered": declared}))
+    registration = study_preregistration(str(study))
+    half, locality = registration.primary, registration.secondary[0]
+    assert half.words() == "scratch_compute_matched_full minus the mean of scratch and spt, a"
+    assert locality.words() == "spt minus scratch, a, minus the same in b"
+    twin = [{**row, "config": "b", "test_accuracy": row["test_accuracy"] / 2} for row in rows()]
+    both = rows() + twin
+    expected = {seed: SCORES["scratch_compute_matched_full"][seed] - (SCORES["spt"][seed] + SCORES["scratch"][seed]) / 2
+                for seed in (10, 11, 12, 13)}
+    assert dict(contrast_difference(both, half, (10, 11, 12, 13)).pairs) == pytest.approx(expected)
+    gains = {seed: SCORES["spt"][seed] - SCORES["scratch"][seed] for seed in (10, 11, 12, 13)}
+    assert dict(contrast_difference(both, locality, (10, 11, 12, 13)).pairs) == pytest.approx(
+        {seed: gain / 2 for seed, gain in gains.items()})
+    assert contrast_difference(rows(), locality, (10, 11, 12, 13)) is None  # no twin rows: no seed has every term
+    assert registration.roles() == {}  # neither is a pairwise row an exploratory table repeats
+    assert {(row["config"], row["arm_name"]) for row in registration.declared_rows(both)} == {
+        ("a", "spt"), ("a", "scratch"), ("a", "scratch_compute_matched_full"), ("b", "spt"), ("b", "scratch")}
+    lines = preregistered_lines(registration, both)
+    assert any(line.startswith("| secondary | spt minus scratch, a, minus the same in b | 4 of 4 |") for line in lines)
+
+
 def test_described_commits():
     assert described_commit("0123456789ab") == "0123456789ab"
     assert described_commit("0123456789ab-dirty") == "0123456789ab"
@@ -328,13 +357,17 @@ def test_described_commits():
     ({"secondary": [{"config": "a", "arm": "spt", "control": "scratch"}] * 2},
      "secondary 2 (spt minus scratch, a) repeats secondary 1: declare each contrast once"),
     ({"secondary": [DECLARED["primary"]]}, "secondary 1 (spt minus scratch_compute_matched_full, a) repeats the primary"),
+    ({"primary": {"config": "a", "arm": "spt", "control": ["scratch", "scratch"]}}, "a list of distinct arms"),
+    ({"primary": {"config": "a", "arm": "spt", "control": "scratch", "twin": "a"}}, "names 'a' as its own twin"),
+    ({"primary": {"config": "a", "arm": "spt_a_only", "control": "scratch", "twin": "b"}},
+     "names arm 'spt_a_only', which does not run on configuration 'b'"),
     ({"primary": {"config": "b", "arm": "spt_a_only", "control": "scratch"}},
      "names arm 'spt_a_only', which does not run on configuration 'b'"),
     ({"alpha_spending": {"rule": "haybittle", "looks": [2]}}, "alpha_spending must be {rule: obrien_fleming or pocock"),
     ({"alpha_spending": {"rule": "pocock", "looks": [3, 2]}}, "looks: [seeds with rows at each interim look, ascending"),
     ({"alpha_spending": {"rule": "pocock", "looks": [4]}}, "from 2 to 3"),
     ({"power": 0.9}, "has no key(s) power"),
-    ({"secondary": [{"config": "b", "arm": "spt", "control": "nope"}]}, "secondary 1 names control 'nope'"),
+    ({"secondary": [{"config": "b", "arm": "spt", "control": "nope"}]}, "secondary 1 names arm 'nope'"),
 ])
 def test_a_bad_declaration_stops_the_study_while_it_plans(tmp_path, change, message):
     study = tmp_path / "s.yaml"

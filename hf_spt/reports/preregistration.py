@@ -55,14 +55,38 @@ SPENDING_RULES = ("obrien_fleming", "pocock")
 
 @dataclass(frozen=True)
 class Contrast:
-    """An arm minus its control in one configuration, paired by seed (arms by their names in the study file)."""
+    """An arm minus its control in one configuration, paired by seed (arms by their names in the study file). The
+    control may be several arms (`controls`): the arm minus their mean ("attention alone recovers more than half of
+    SPT's gain over scratch": attention-only minus the mean of SPT and scratch). With a `twin` configuration, the same
+    contrast there is subtracted: a difference in differences within each seed ("the gain shrinks where the order
+    has no locality": SPT minus scratch in the original order, minus the same in the permuted twin)."""
 
     config: str
     arm: str
-    control: str
+    control: str | tuple[str, ...]
+    twin: str | None = None
+
+    @property
+    def controls(self) -> tuple[str, ...]:
+        return (self.control,) if isinstance(self.control, str) else tuple(self.control)
+
+    @property
+    def simple(self) -> bool:
+        """One arm minus one control in one configuration: what an exploratory paired table repeats."""
+        return isinstance(self.control, str) and self.twin is None
+
+    def terms(self) -> tuple[tuple[str, str, float], ...]:
+        """(configuration, arm, weight) of every score the contrast adds up, seed by seed."""
+        one = ((self.config, self.arm, 1.0),
+               *((self.config, control, -1.0 / len(self.controls)) for control in self.controls))
+        return one if self.twin is None else (*one, *((self.twin, arm, -weight) for _, arm, weight in one))
+
+    def configs(self) -> tuple[str, ...]:
+        return (self.config,) if self.twin is None else (self.config, self.twin)
 
     def words(self) -> str:
-        return f"{self.arm} minus {self.control}, {self.config}"
+        controls = self.controls[0] if len(self.controls) == 1 else f"the mean of {' and '.join(self.controls)}"
+        return f"{self.arm} minus {controls}, {self.config}" + (f", minus the same in {self.twin}" if self.twin else "")
 
 
 @dataclass(frozen=True)
@@ -114,36 +138,36 @@ class Preregistration:
     def roles(self) -> dict[tuple[str, str, str], str]:
         """{(config, arm, control): "primary" or "secondary"} of the declared contrasts: what an exploratory table
         repeating one of them points back to instead of deciding it again."""
-        return {**{(c.config, c.arm, c.control): "secondary" for c in self.secondary},
-                (self.primary.config, self.primary.arm, self.primary.control): "primary"}
+        roles = {(c.config, c.arm, c.control): "secondary" for c in self.secondary if c.simple}
+        if self.primary.simple:
+            roles[self.primary.config, self.primary.arm, self.primary.control] = "primary"
+        return roles
 
     def owns(self, row: Mapping[str, Any]) -> bool:
         """Whether `row` belongs to this declaration's study: it names the study file (`study`), or, written before
         rows named their study, it holds a declared configuration."""
         if row.get("study") is not None:
             return row["study"] == self.study_file
-        return row["config"] in {contrast.config for contrast in self.contrasts}
+        return row["config"] in {config for contrast in self.contrasts for config in contrast.configs()}
 
     def declared_rows(self, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """The rows a declared contrast reads: this study's, of a declared configuration, arm and seed."""
-        arms = {(c.config, name) for c in self.contrasts for name in (c.arm, c.control)}
+        arms = {(config, arm) for c in self.contrasts for config, arm, _ in c.terms()}
         return [row for row in rows if self.owns(row) and row["seed"] in self.seeds
                 and (row["config"], row.get("arm_name")) in arms]
 
 
 def contrast_difference(rows: Sequence[Mapping[str, Any]], contrast: Contrast,
                         seeds: Sequence[int]) -> PairedDifference | None:
-    """The contrast's paired difference (test accuracy, 0-1) over those of `seeds` both arms have a row of, in
-    `seeds`' order; None when they share none."""
-
-    def scores(arm: str) -> dict[int, float]:
-        found = {row["seed"]: float(row["test_accuracy"]) for row in rows
-                 if row["config"] == contrast.config and row.get("arm_name") == arm
-                 and row["test_accuracy"] is not None}
-        return {seed: found[seed] for seed in seeds if seed in found}
-
-    treated, control = scores(contrast.arm), scores(contrast.control)
-    pairs = tuple((seed, treated[seed] - control[seed]) for seed in treated if seed in control)
+    """The contrast's paired difference (test accuracy, 0-1: each seed's weighted sum of its terms' scores,
+    `Contrast.terms`) over those of `seeds` every term has a row of, in `seeds`' order; None when they share none."""
+    found: dict[tuple[str, str], dict[int, float]] = {}
+    for row in rows:
+        if row["test_accuracy"] is not None:
+            found.setdefault((row["config"], row.get("arm_name")), {})[row["seed"]] = float(row["test_accuracy"])
+    terms = contrast.terms()
+    pairs = tuple((seed, sum(weight * found[config, arm][seed] for config, arm, weight in terms)) for seed in seeds
+                  if all(seed in found.get((config, arm), {}) for config, arm, _ in terms))
     return PairedDifference(pairs) if pairs else None
 
 
@@ -355,7 +379,7 @@ def _sensitivity_lines(registration: Preregistration, rows: Sequence[Mapping[str
             continue
         labels: dict[int, set[str]] = {}
         for row in rows:
-            if row["config"] == contrast.config and row.get("arm_name") in (contrast.arm, contrast.control):
+            if (row["config"], row.get("arm_name")) in {(config, arm) for config, arm, _ in contrast.terms()}:
                 labels.setdefault(row["seed"], set()).add(numerics_label(row))
         strata: dict[str, list[int]] = {}
         for seed in difference.seeds:

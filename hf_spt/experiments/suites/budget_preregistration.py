@@ -10,6 +10,9 @@
       pilot_sd: 2.0                     # optional: the pilot's sd of the differences (points), for the power line
       alpha_spending: {rule: obrien_fleming, looks: [8, 16]}   # optional: interim looks (seeds with rows)
 
+A contrast's `control` may be a list (the arm minus their mean) and it may name a `twin` configuration (the same
+contrast there subtracted, seed by seed: a difference in differences; `reports.preregistration.Contrast`).
+
 Arms are named as in the study's `arms:` (a budget arm with its suffix, `spt_e40`), configurations as its task
 keys; every contrast is declared once (the primary is no secondary). Every value is checked while the study plans
 (finite numbers in their ranges: a smallest effect from 0.01 to 100 points, a pilot sd below 100), so a value the
@@ -53,24 +56,36 @@ _EXAMPLE = ("e.g. preregistered: {primary: {config: CONFIG, arm: spt, control: s
 
 
 def _contrast(value: Any, what: str, grid: Grid, path: Path) -> Contrast:
-    if not isinstance(value, dict) or set(value) != {"config", "arm", "control"}:
-        raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} must be a mapping of config, arm and control, got "
-                             f"{value!r}.")
+    """A declared contrast: {config, arm, control} with `control` one arm or a list (the arm minus their mean), and
+    an optional `twin` configuration (the same contrast there subtracted), checked against the grid."""
+    if not isinstance(value, dict) or not {"config", "arm", "control"} <= set(value) <= {"config", "arm", "control",
+                                                                                            "twin"}:
+        raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} must be a mapping of config, arm and control (one "
+                             f"arm, or a list of arms: minus their mean), and optionally twin, got {value!r}.")
     arms = [arm.name for arm in grid.arms]
-    if value["config"] not in grid.tasks:
-        raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} names configuration {value['config']!r}; the "
-                             f"study's are {', '.join(grid.tasks)}.")
-    for key in ("arm", "control"):
-        if value[key] not in arms:
-            raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} names {key} {value[key]!r}; the study's arms "
-                                 f"are {', '.join(arms)}.")
-    for key in ("arm", "control"):
-        if not next(arm for arm in grid.arms if arm.name == value[key]).runs_on(value["config"]):
-            raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} names {key} {value[key]!r}, which does not run "
-                                 f"on configuration {value['config']!r} (its tasks:).")
-    if value["arm"] == value["control"]:
+    configs = [value["config"]] + ([value["twin"]] if "twin" in value else [])
+    for config in configs:
+        if config not in grid.tasks:
+            raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} names configuration {config!r}; the study's "
+                                 f"are {', '.join(grid.tasks)}.")
+    if len(set(configs)) != len(configs):
+        raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} names {configs[0]!r} as its own twin.")
+    controls = value["control"] if isinstance(value["control"], list) else [value["control"]]
+    if not controls or len(set(map(str, controls))) != len(controls):
+        raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} control is one arm or a list of distinct arms, got "
+                             f"{value['control']!r}.")
+    for name in (value["arm"], *controls):
+        if name not in arms:
+            raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} names arm {name!r}; the study's arms are "
+                                 f"{', '.join(arms)}.")
+        for config in configs:
+            if not next(arm for arm in grid.arms if arm.name == name).runs_on(config):
+                raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} names arm {name!r}, which does not run on "
+                                     f"configuration {config!r} (its tasks:).")
+    if value["arm"] in controls:
         raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} compares arm {value['arm']!r} with itself.")
-    return Contrast(value["config"], value["arm"], value["control"])
+    control = controls[0] if len(controls) == 1 and not isinstance(value["control"], list) else tuple(sorted(controls))
+    return Contrast(value["config"], value["arm"], control, value.get("twin"))
 
 
 def _number(block: dict[str, Any], key: str, path: Path, low: float, high: float | None) -> float | None:
