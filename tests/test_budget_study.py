@@ -69,6 +69,17 @@ def test_budget_study_runs_end_to_end_and_reports_tokens_controls_and_probes(tmp
     report = (run / "budget_study.md").read_text()
     assert "| 2 | 7.68e+02 |" in report and "| scratch_alibi |" in report
     assert (run / "budget_study.png").stat().st_size > 0
+    # issue 65: every arm's attention after fine-tuning, probed once per cell, in a table and a figure
+    attention = json.loads((run / "budget_study_attention.json").read_text())
+    assert {row["arm_name"] for row in attention} == set(by_name) and all(
+        len(row["near_ratio_by_layer"]) == len(row["profile_by_layer"]) == 1 and row["near_ratio_by_layer"][0] > 0
+        and len(row["profile_by_layer"][0]) == len(row["distances"]) for row in attention)
+    assert (run / "cells/m/spt_e1/seed0/attention_probe.json").exists()
+    assert "## Attention after fine-tuning (exploratory)" in report and "| m | spt_e1 | 0 |" in report
+    assert (run / "budget_study_attention.png").stat().st_size > 0
+    combined = tmp_path / "combined"
+    run_budget_study.run(run_budget_study.BudgetStudyArguments(combine=str(run), output_dir=str(combined)))
+    assert json.loads((combined / "budget_study_attention.json").read_text()) == attention
 
 
 def test_a_whole_budget_control_trains_every_step_where_patience_stops_the_other(tmp_path):

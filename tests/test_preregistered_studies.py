@@ -103,7 +103,11 @@ def test_an_interim_report_leaves_the_declared_rows_out_of_its_exploratory_part(
     all_rows = [{**row, "pretrain_tokens": 1000 * (row["arm"] == "spt"), "num_layers": 2,
                  "budget_tokens": 0 if row["arm"] == "scratch" else 1000,
                  "pretrain_epochs": None if row["arm"] == "scratch" else 10} for row in rows(seeds=(3, 10, 11))]
-    write_study_report(all_rows, [], {}, tmp_path, preregistrations=[registration()])
+    attention = [{"config": row["config"], "arm_name": row["arm_name"], "seed": row["seed"], "near": 2,
+                  "near_ratio_by_layer": [1.5], "distances": [-1, 0, 1], "profile_by_layer": [[0.2, 0.6, 0.2]],
+                  "num_examples": 4} for row in all_rows]
+    write_study_report(all_rows, [], {}, tmp_path, preregistrations=[registration()], attention=attention)
+    assert {row["seed"] for row in json.loads((tmp_path / "budget_study_attention.json").read_text())} == {3}
     report = (tmp_path / "budget_study.md").read_text()
     exploratory = report[report.index("## Exploratory"):]
     assert "The declared rows (6) are left out of the exploratory part" in report

@@ -24,6 +24,7 @@ from typing import Any
 from ..analysis.plotting import saved_figure
 from ..atomic_files import write_json, write_text
 from .arm_labels import arm_colour, arm_words, config_words
+from .attention_report import attention_lines, write_attention_report
 from .paired_seeds import PAIRED_NOTE, STD_NOTE, PairedDifference, interval_count, paired_table
 from .preregistration import EXPLORATORY_NOTE, Preregistration, preregistered_lines, withheld_units
 from .report_sources import numerics_notes
@@ -341,13 +342,15 @@ def _legend_beside(axis: Any) -> None:
 
 def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, Any]], studies: Mapping[str, list[str]],
                        output_dir: Path, titles: Mapping[str, str] | None = None,
-                       preregistrations: Sequence[Preregistration] = (), notes: Sequence[str] = ()) -> None:
+                       preregistrations: Sequence[Preregistration] = (), notes: Sequence[str] = (),
+                       attention: Sequence[Mapping[str, Any]] = ()) -> None:
     """Write the rows, checkpoint probes, tables and figures into `output_dir`, each configuration in a figure titled
     by `titles` (`plot_study`), SPT's gains paired by seed and pooled over each of `studies` ({study: its
     configurations}; `study_evidence.study_evidence`). The tables open with each of `preregistrations` that owns a
     row (`Preregistration.owns`), tested as declared; a declared row whose test is not shown yet
     (`preregistration.withheld_units`) is left out of the rest, which would give its estimate away. `notes`: lines
-    the report opens with (a named study file not at hand)."""
+    the report opens with (a named study file not at hand); `attention`: each cell's attention after fine-tuning
+    (`attention_report`), its table at the end and its rows and figure beside the report."""
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
     reported = [registration for registration in preregistrations if any(map(registration.owns, rows))]
@@ -359,9 +362,12 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
         declared.append(f"The declared rows ({len(withheld)}) are left out of the exploratory part below until the "
                         "test above is shown.\n")
     summary, evidence = summarize_study(shown), study_evidence(shown, dict(studies))
+    attention = [row for row in attention if (row["config"], row["arm_name"], row["seed"]) not in withheld]
     write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + "".join(f"{note}\n\n" for note in notes)
                + numerics_notes(rows, "config", "configuration")
-               + study_markdown(summary, checkpoints, evidence, declared, roles))
+               + study_markdown(summary, checkpoints, evidence, declared, roles)
+               + "".join(f"\n{line}" for line in attention_lines(attention)))
+    write_attention_report(attention, output_dir, titles)
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME, titles)
     if paired_panels(evidence):  # the README's configurations, or a study of several configurations

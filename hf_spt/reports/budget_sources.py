@@ -4,7 +4,8 @@ Reads each folder's `budget_study.json` rows and `budget_study_checkpoints.json`
 configuration (`report_sources.join_by_config`): the same study re-run with more seeds, a configuration re-run under
 newer code (`replaced`), or other seeds of one study run into another folder (`added`, refused where the seeds were
 made with other CPU numerics unless the caller allows the mix). The joined rows go to
-`budget_report.write_study_report` like a single study's.
+`budget_report.write_study_report` like a single study's, with the attention rows joined the same way
+(`combined_attention`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from ..errors import UserInputError
 from ..runs.folder import read_json
 from ..runs.provenance import PROVENANCE_KEYS
+from .attention_report import ATTENTION_JSON_NAME
 from .budget_report import CHECKPOINTS_JSON_NAME, STUDY_JSON_NAME
 from .report_sources import join_by_config, numerics_mixes, numerics_text
 
@@ -54,12 +56,23 @@ def combined_reports(folders: list[str | Path], replaced: Collection[str] = (), 
     return rows, [probe for kind, probe in joined if kind == "probe"]
 
 
+def combined_attention(folders: list[str | Path], replaced: Collection[str] = (),
+                       added: Collection[str] = ()) -> list[dict[str, Any]]:
+    """The attention rows (`attention_report.ATTENTION_JSON_NAME`) of several finished studies, joined by
+    configuration as `combined_reports` joins their rows; a folder written before studies probed attention adds
+    none."""
+    sources = [(folder, read_json(folder / ATTENTION_JSON_NAME) or []) for folder in map(Path, folders)]
+    return join_by_config(sources, lambda row: row["config"], lambda row: row["seed"],
+                          lambda row: json.dumps({k: v for k, v in row.items() if k not in _MEASURED}, sort_keys=True),
+                          replaced, added)
+
+
 # What a row or probe measured (or which seed it is, or which code ran it): the rest is what its study set, the
 # same for every seed.
 # The study a row names and the digest of the definition it ran under are its provenance too: the declaration check
 # (`preregistration.declaration_line`) names a joined seed that ran under another definition.
 _MEASURED = {"seed", "test_accuracy", "eval_accuracy", "seconds", "best_eval_loss", "mlm_loss", "unigram_loss",
-             "near_ratio_by_layer", "study", "study_definition", *PROVENANCE_KEYS}
+             "near_ratio_by_layer", "profile_by_layer", "study", "study_definition", *PROVENANCE_KEYS}
 
 
 def _report_settings(entry: tuple[str, dict[str, Any]]) -> str:
@@ -67,4 +80,4 @@ def _report_settings(entry: tuple[str, dict[str, Any]]) -> str:
     return json.dumps([kind, {key: value for key, value in values.items() if key not in _MEASURED}], sort_keys=True)
 
 
-__all__ = ["combined_reports"]
+__all__ = ["combined_reports", "combined_attention"]

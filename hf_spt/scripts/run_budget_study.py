@@ -25,7 +25,8 @@ Usage:
 Re-running the same command skips finished units and resumes an interrupted one, so more seeds can be
 added later (`--seeds 2`, or `--seeds 0,1,2`) without re-training seeds 0 and 1: the report holds the named
 seeds and every seed the output folder already holds. Writes OUTPUT_DIR/budget_study.{json,md,png},
-budget_study_checkpoints.json, the accuracy-against-compute report budget_study_compute.{json,md} with one
+budget_study_checkpoints.json, each cell's attention after fine-tuning in budget_study_attention.{json,png} (a table
+in budget_study.md), the accuracy-against-compute report budget_study_compute.{json,md} with one
 budget_study_compute_<config>.png per configuration (run_compute_curves.py), and the grid's results.{csv,md,png}.
 See docs/lra.md.
 """
@@ -40,10 +41,11 @@ from pathlib import Path
 from hf_spt.errors import UserInputError
 from hf_spt.experiments.suites.grid_runner import run_grid
 from hf_spt.reports.budget_report import STUDY_MD_NAME, write_study_report
-from hf_spt.reports.budget_sources import combined_reports
-from hf_spt.experiments.suites.budget_study import (checkpoint_rows, rows_preregistrations, seeds_on_record,
-                                                    shipped_study_configs, shipped_study_titles, study_grid,
-                                                    study_names, study_preregistration, study_rows, study_titles)
+from hf_spt.reports.budget_sources import combined_attention, combined_reports
+from hf_spt.experiments.suites.budget_study import (attention_rows, checkpoint_rows, rows_preregistrations,
+                                                    seeds_on_record, shipped_study_configs, shipped_study_titles,
+                                                    study_grid, study_names, study_preregistration, study_rows,
+                                                    study_titles)
 from hf_spt.experiments.declarations import SettingsParser
 from hf_spt.reports.preregistration import withheld_units
 from hf_spt.experiments.exit_status import run_cli
@@ -127,8 +129,9 @@ def run(args: BudgetStudyArguments) -> None:
                                              args.mix_numerics)
         titles = shipped_study_titles()  # the figures name each configuration as its study file does
         registrations, notes = rows_preregistrations(rows)  # each declaration follows the rows that name its study
+        attention = combined_attention(args.combined_folders, args.replaced_configs, args.added_configs)
         write_study_report(rows, checkpoints, shipped_study_configs(), Path(args.output_dir), titles, registrations,
-                           notes)
+                           notes, attention)
         compute = [Path(folder) / f"{COMPUTE_PREFIX}_compute.json" for folder in args.combined_folders]
         for missing in (path for path in compute if not path.is_file()):
             print(f"{missing.parent}: no compute report (a study run before it existed: rerun its command, which "
@@ -170,7 +173,8 @@ def run(args: BudgetStudyArguments) -> None:
         titles = shipped_study_titles() | study_titles(args.study)  # a shipped configuration's, then the study's own
         registrations = [registration] if (registration := study_preregistration(args.study)) else []
         write_study_report(rows, checkpoint_rows(grid, args.probe_examples),
-                           {Path(args.study).stem: list(grid.tasks)}, Path(grid.output_dir), titles, registrations)
+                           {Path(args.study).stem: list(grid.tasks)}, Path(grid.output_dir), titles, registrations,
+                           attention=attention_rows(grid))
         withheld = withheld_units(registrations, rows)  # a declared test not shown yet: its curves neither
         curves = [curve for curve in grid_compute_curves(grid) if (curve.config, curve.arm, curve.seed) not in withheld]
         if curves or not withheld:

@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ...analysis.attention_probe import probe_attention
 from ...analysis.checkpoint_probe import probe_checkpoint
 from ...atomic_files import write_json
 from ...errors import UserInputError
@@ -38,7 +39,8 @@ from ...training.dataset_columns import input_lengths
 from ..phase_arguments import masking_rate
 from ..settings_files import read_settings_file
 from .grid_runner import prepare_unit, rows_with_pretraining
-from .grid import GRID_RECORD_NAME, Grid, arm_named, arm_pretrain_epochs, parse_grid, pretrain_jobs
+from .grid import (GRID_RECORD_NAME, Grid, arm_depth, arm_named, arm_pretrain_epochs, cells, parse_grid,
+                   pretrain_jobs)
 from .finished_runs import read_record
 from .budget_preregistration import (PREREGISTERED_KEY, TITLE_KEY, declaration_commit, parse_preregistration,
                                      study_definition_digest)
@@ -234,6 +236,31 @@ def checkpoint_rows(grid: Grid, num_examples: int = 256) -> list[dict[str, Any]]
     return rows
 
 
+ATTENTION_PROBE_NAME = "attention_probe.json"
+ATTENTION_EXAMPLES = 64
+
+
+def attention_rows(grid: Grid, num_examples: int = ATTENTION_EXAMPLES) -> list[dict[str, Any]]:
+    """One row per finished cell: its configuration, arm (kind and name), seed and depth, and its fine-tuned model's
+    attention (`analysis.attention_probe`: near-2 ratio per layer and proximity profiles), computed once and cached
+    in the cell's folder (`ATTENTION_PROBE_NAME`)."""
+    tasks, rows = {}, []
+    for cell in cells(grid):
+        if read_json(cell.folder(grid) / PHASE_RESULT_NAME) is None:
+            continue
+        probe = read_json(cell.folder(grid) / ATTENTION_PROBE_NAME)
+        if probe is None or probe.get("num_examples_asked") != num_examples:
+            task = prepare_unit(grid, cell.task, cell.seed, None, tasks)[0]
+            probe = {**probe_attention(cell.folder(grid), task, num_examples), "num_examples_asked": num_examples}
+            write_json(cell.folder(grid) / ATTENTION_PROBE_NAME, probe)
+        arm = arm_named(grid, cell.arm)
+        rows.append({"config": cell.task, "arm": arm_kind(arm.name, arm.pretrain_epochs), "arm_name": arm.name,
+                     "seed": cell.seed, "num_layers": arm_depth(grid, arm, cell.task),
+                     **{key: probe[key] for key in ("near", "near_ratio_by_layer", "distances", "profile_by_layer",
+                                                    "num_examples")}})
+    return rows
+
+
 def shipped_study_configs() -> dict[str, list[str]]:
     """{shipped study: its configurations (task keys)}: which configurations of a combined report one study ran,
     so their paired differences can be pooled."""
@@ -242,4 +269,5 @@ def shipped_study_configs() -> dict[str, list[str]]:
 
 __all__ = ["STUDIES_DIR", "PROBE_NAME", "TITLE_KEY", "study_names", "study_grid", "study_titles",
            "shipped_study_titles", "seeds_on_record", "arm_kind", "study_rows", "checkpoint_rows",
-           "shipped_study_configs", "study_preregistration", "shipped_study_preregistrations", "rows_preregistrations"]
+           "shipped_study_configs", "study_preregistration", "shipped_study_preregistrations", "rows_preregistrations",
+           "ATTENTION_PROBE_NAME", "ATTENTION_EXAMPLES", "attention_rows"]
