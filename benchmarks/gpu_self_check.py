@@ -395,8 +395,8 @@ def checked_output_dir(folder: str) -> Path:
         from hf_spt.errors import UserInputError
         from hf_spt.runs.folder import check_writable_folder
     except ImportError as error:
-        print(f"error: gpu_self_check.py runs hf_spt, which does not import here ({error}): install it "
-              "(pip install -e .) and run the check again.", file=sys.stderr)
+        print(f"error: gpu_self_check.py runs hf_spt, which does not import here ({error}): install it and its "
+              "requirements (pip install -e .) and run the check again.", file=sys.stderr)
         sys.exit(2)
     try:
         path = check_writable_folder(folder)
