@@ -163,7 +163,7 @@ def test_ranks_share_one_queue_longest_pretraining_first_then_the_cells_that_nee
 def test_units_whose_folders_joined_with_underscores_would_match_claim_one_each(tmp_path):
     """Issue 66: claims named by the folder's parts joined with '__' made `cells/a__b/c` and `cells/a/b__c` one claim,
     so the second unit was never trained; each folder now has its own claim."""
-    claims = UnitClaims(tmp_path, _rank(0, []))
+    claims = UnitClaims(tmp_path, _rank(0, [])())
     assert claims.claim(tmp_path / "cells" / "a__b" / "c") and claims.claim(tmp_path / "cells" / "a" / "b__c")
     assert not claims.claim(tmp_path / "cells" / "a" / "b__c")  # claimed once
     assert len(list(claims.folder.iterdir())) == 2
