@@ -333,3 +333,18 @@ def test_generated_pictures_are_written_whole_through_the_atomic_writer(tmp_path
     write_digits_image_folder(tmp_path / "digits", 8)
     pictures = set(tmp_path.rglob("*.png"))
     assert len(pictures) == 4 + 1797 and pictures <= replaced
+
+
+def test_an_export_syncs_to_disk_once_not_once_a_picture(tmp_path, monkeypatch):
+    """Issue 66: `write_png` synced every picture (1,000 32x32 PNGs 3.6 s instead of 0.13 s); an export now syncs
+    once at its end (`atomic_files.sync_all`), and only its text files are synced one by one."""
+    from hf_spt.tasks.digits import write_digits_image_folder
+    from hf_spt.tasks.pathfinder_generator import write_pathfinder
+
+    calls = {"fsync": 0, "sync": 0}
+    monkeypatch.setattr(os, "fsync", lambda descriptor: calls.__setitem__("fsync", calls["fsync"] + 1))
+    monkeypatch.setattr(os, "sync", lambda: calls.__setitem__("sync", calls["sync"] + 1))
+    write_digits_image_folder(tmp_path / "digits", 8)
+    assert calls == {"fsync": 0, "sync": 1}
+    write_pathfinder(tmp_path / "pathfinder", 4)
+    assert calls == {"fsync": 1, "sync": 2}  # the one metadata file, then the export

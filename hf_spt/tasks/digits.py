@@ -27,7 +27,7 @@ from typing import Annotated
 import numpy as np
 from datasets import Dataset, DatasetDict
 
-from ..atomic_files import write_png
+from ..atomic_files import sync_all, write_png
 from ..errors import UserInputError
 from ..value_checks import NON_NEGATIVE_INT, POSITIVE_INT
 from .common import PIXEL_VALUES, build_pixel_tokenizer, pixel_ids
@@ -132,13 +132,14 @@ def write_digits_image_folder(root: str | Path, image_size: int = 16, num_valida
                               split_seed: int = 0) -> Path:
     """The digits task's pictures as PNGs under `root` (`train/<digit>/<index>.png`: training pool and validation;
     `test/<digit>/<index>.png`), the layout `--task image --data_dir root` reads, each written whole or not at all
-    (`write_png`). Returns `root`."""
+    (`write_png`), the export synced to disk once at its end (`sync_all`). Returns `root`."""
     pixels, labels, splits = digits_pictures(image_size, num_validation, num_test, split_seed)
     root = Path(root)
     for folder, indices in (("train", np.concatenate([splits["train"], splits["validation"]])),
                             ("test", splits["test"])):
         for index in indices:
             write_png(root / folder / LABEL_NAMES[labels[index]] / f"{index:04d}.png", pixels[index])
+    sync_all()
     return root
 
 
