@@ -37,7 +37,9 @@ what it was running on record, and `kill -- -PROCESS_GROUP` ends it; each finish
 figures, and for a step that did not succeed its stderr's tail; the key figures at the top, `SUMMARY`), and
 `gpu_self_check.log`, one line per step. Run folders (checkpoints, generated data) go to a temporary folder,
 removed at the end. A check stopped with SIGTERM ends its running step's processes first. The exit status is 0
-when every step succeeded (or was skipped), else 1.
+when every step succeeded (or was skipped), else 1. An OUTPUT_DIR the report cannot go to (what hf_spt's
+`check_writable_folder` refuses for any command, or a folder where one of the two files goes) is refused in one
+line, exit status 2, before anything runs.
 
 `--dry_run` runs every step's plumbing on the CPU at toy sizes (a tiny model, a few steps, short ListOps trees;
 its figures mean nothing), so the script is known to work before a GPU sees it (tests/test_gpu_self_check.py). Its
@@ -357,12 +359,11 @@ def run_step(command: list[str], seconds: float, folder: Path,
 
 
 def write_report(output: Path, report: dict[str, Any]) -> None:
-    """Rewrite OUTPUT_DIR/gpu_self_check.json atomically (a temporary file, then `os.replace`): a check killed at
-    any moment leaves the previous whole report. Written here rather than with hf_spt's writer: the check must
-    report even where hf_spt does not import."""
-    temporary = output / f".{REPORT_NAME}.tmp"
-    temporary.write_text(json.dumps(report, indent=1))
-    os.replace(temporary, output / REPORT_NAME)
+    """Rewrite OUTPUT_DIR/gpu_self_check.json atomically (`hf_spt.atomic_files.write_json`: a temporary file, then
+    `os.replace`): a check killed at any moment leaves the previous whole report."""
+    from hf_spt.atomic_files import write_json
+
+    write_json(output / REPORT_NAME, report)
 
 
 def summary(steps: dict[str, dict]) -> dict[str, Any]:
@@ -384,27 +385,28 @@ def log_line(name: str, record: dict[str, Any]) -> str:
 
 
 def checked_output_dir(folder: str) -> Path:
-    """OUTPUT_DIR as a Path once the report can be written there, before anything else runs; otherwise one line on
-    stderr and exit status 2, nothing written: an empty name (it would write into the current folder), a file, a
-    path under a file, a folder a write fails in (`hf_spt.runs.folder.check_writable_folder`'s rule, written again
-    here: the check must run where hf_spt does not import)."""
-    path = Path(folder)
-    existing = next((parent for parent in (path, *path.parents) if parent.exists()), Path("."))
-    if not folder.strip():
-        problem = "is empty (it would write into the current folder)"
-    elif not existing.is_dir():
-        problem = "is a file, not a folder" if existing == path else f"is under the file {existing}"
-    else:
-        probe = existing / f".gpu_self_check.write_probe.{os.getpid()}"
-        try:
-            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            os.unlink(probe)
-            return path
-        except OSError as error:
-            problem = f"cannot be written ({error.strerror or error})"
-    print(f"error: --output_dir {folder + ' ' if folder.strip() else ''}{problem}: pass a folder you can write into.",
-          file=sys.stderr)
-    sys.exit(2)
+    """OUTPUT_DIR as a Path once the report and the log can be written there, before anything else runs; otherwise
+    one line on stderr and exit status 2, nothing written: what `hf_spt.runs.folder.check_writable_folder` refuses
+    (an empty name, a file, a path under a file, a symbolic link to nothing, a path too long, a folder a write fails
+    in), or a folder standing where the report or the log goes. hf_spt is imported here, in the first second: every
+    step runs it, so a check where it does not import would measure nothing."""
+    sys.path.insert(0, str(ROOT))  # this checkout's hf_spt, as the steps get it (`run_step`'s PYTHONPATH)
+    try:
+        from hf_spt.errors import UserInputError
+        from hf_spt.runs.folder import check_writable_folder
+    except ImportError as error:
+        print(f"error: gpu_self_check.py runs hf_spt, which does not import here ({error}): install it and its "
+              "requirements (pip install -e .) and run the check again.", file=sys.stderr)
+        sys.exit(2)
+    try:
+        path = check_writable_folder(folder)
+        if taken := [name for name in (REPORT_NAME, LOG_NAME) if (path / name).is_dir()]:
+            raise UserInputError(f"--output_dir {folder} holds a folder named {' and '.join(taken)}, where the check "
+                                 "writes its file: move it or pass another folder.")
+    except UserInputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    return path
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:

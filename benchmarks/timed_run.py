@@ -17,10 +17,12 @@ next `--profile_steps` steps under `torch.profiler` (those steps are listed in "
 leaves them out of its rates), and the log gets a summary (`profile_summary`), not the trace.
 
 With `--stand_in_kernel` (`gpu_self_check.py --dry_run`'s packed run, on a CPU), a `--padding_free` run takes the
-path it takes on a GPU: the trainer is told the kernel runs (so batches carry no `seq_idx`), attention keeps
-autocast's half precision, and `varlen_attention.reference_varlen_kernel` stands in for torch's kernel, checking
-every call's arguments against the kernel's contract (a break raises, and the run fails); the log counts its calls
-("stand_in_kernel_calls").
+path it takes on a GPU: it runs on `--attn_implementation torch_varlen_reference` (`varlen_attention.
+REFERENCE_VARLEN`: batches carry no `seq_idx`, attention keeps autocast's half precision, and
+`reference_varlen_kernel` stands in for torch's kernel, checking every call's arguments against the kernel's
+contract: a break raises, and the run fails). The back-end is registered again, through transformers'
+`AttentionInterface`, with a kernel that counts its calls for the log ("stand_in_kernel_calls"); no module of
+hf_spt is patched.
 
 Usage (the flags after `--` are run_spt.py's):
     python benchmarks/timed_run.py --step_log steps.json --profile_below 20 -- --task listops --mode spt ...
@@ -29,6 +31,7 @@ Usage (the flags after `--` are run_spt.py's):
 from __future__ import annotations
 
 import argparse
+import functools
 import runpy
 import sys
 import time
@@ -39,35 +42,31 @@ from typing import Any
 import torch
 import transformers.trainer
 from torch.profiler import ProfilerActivity, profile
-from transformers import TrainerCallback
+from transformers import AttentionInterface, TrainerCallback
 
 from hf_spt.atomic_files import write_json
+from hf_spt.models.varlen_attention import REFERENCE_VARLEN, packed_attention, reference_varlen_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITE_EVERY = 10  # steps between rewrites of the log: a killed run loses at most these
 TOP_OPERATORS = 10  # rows of each table in the profile summary
 
 
-STAND_IN_PATH = "varlen kernel (a stand-in: reference_varlen_kernel, timed_run.py --stand_in_kernel)"
-
-
 def install_stand_in_kernel() -> list[int]:
-    """Route packed rows through the kernel's path on a CPU, with the contract-checking reference as the kernel
-    (module docstring); returns the one-element list that counts its calls."""
-    from hf_spt.models import attention_spt, modeling_spt, varlen_attention
-    from hf_spt.training import padding_free
-
+    """Register `REFERENCE_VARLEN` again with a kernel that counts its calls (module docstring); returns the
+    one-element list that counts them. The run must ask for the back-end (`STAND_IN_FLAGS`)."""
     calls = [0]
 
     def kernel(*arguments: Any) -> torch.Tensor:
         calls[0] += 1
-        return varlen_attention.reference_varlen_kernel(*arguments)
+        return reference_varlen_kernel(*arguments)
 
-    varlen_attention.varlen_kernel = kernel
-    modeling_spt.varlen_kernel_runs = lambda *arguments: True
-    attention_spt.attends_in_float32 = lambda query: False  # a GPU's autocast: q, k and v reach it in bfloat16
-    padding_free.padding_free_path = lambda model, args: STAND_IN_PATH
+    AttentionInterface.register(REFERENCE_VARLEN, functools.partial(packed_attention, kernel))
     return calls
+
+
+STAND_IN_FLAGS = ["--attn_implementation", REFERENCE_VARLEN]
+"""run_spt.py's flags that put the run on the stand-in's back-end."""
 
 
 def busy_seconds(intervals: list[tuple[float, float]]) -> float:
@@ -208,7 +207,8 @@ def main(argv: list[str]) -> None:
     kernel_calls = install_stand_in_kernel() if args.stand_in_kernel else None
     transformers.trainer.DEFAULT_CALLBACKS.append(
         StepTimes(Path(args.step_log), args.profile_below, args.profile_after, args.profile_steps, kernel_calls))
-    sys.argv = [str(ROOT / "run_scripts" / "run_spt.py"), *run_spt_argv]
+    stand_in = STAND_IN_FLAGS if args.stand_in_kernel else []
+    sys.argv = [str(ROOT / "run_scripts" / "run_spt.py"), *run_spt_argv, *stand_in]
     runpy.run_path(sys.argv[0], run_name="__main__")
 
 

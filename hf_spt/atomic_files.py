@@ -5,8 +5,14 @@ and its figures, a generator's files).
 the block ends, so a reader (or a kill) sees the old content or the new, never half of it; a block that raises
 leaves the target untouched and no temporary behind. The file gets the permissions any new file gets (0666 less
 the umask), not `mkstemp`'s 0600. `write_text` and `write_json` write a whole text through it, `write_png` a picture
-(a generator's, the digits exporter's). A temporary a kill
-left behind matches `TEMPORARY_FILE` (`runs.folder.remove_stale_temporaries` removes those of a run folder).
+(a generator's, the digits exporter's). A temporary a kill left behind matches `TEMPORARY_FILE`
+(`runs.folder.remove_stale_temporaries` removes those of a run folder).
+
+Durable too: a text is synced to disk (`fsync`) before it replaces the target, so a machine crash (power loss,
+kernel panic) also leaves the old content or the new. A picture is not synced on its own (one `fsync` a picture made
+an export of 1,000 32x32 PNGs 3.6 s instead of 0.13 s): an export calls `sync_all` once at its end, so a finished
+export is on disk, while a machine crash during one may leave pictures empty or cut under their final names (a
+process killed during it still leaves each picture old or new, whole); running the export again rewrites them.
 """
 
 from __future__ import annotations
@@ -37,17 +43,19 @@ def _create_temporary(path: Path) -> tuple[int, Path]:
 
 
 @contextmanager
-def replaced_file(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+def replaced_file(path: str | Path, mode: str = "w", sync: bool = True) -> Iterator[IO[Any]]:
     """A stream (`mode` "w" for text, "wb" for bytes) whose content replaces `path`'s when the block ends (the
-    module docstring); its folder is made when missing."""
+    module docstring), synced to disk first unless `sync` is False (the caller then calls `sync_all`); its folder
+    is made when missing."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = _create_temporary(path)
     try:
         with os.fdopen(handle, mode) as stream:
             yield stream
-            stream.flush()
-            os.fsync(stream.fileno())
+            if sync:
+                stream.flush()
+                os.fsync(stream.fileno())
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
@@ -67,11 +75,17 @@ def write_json(path: str | Path, data: Any) -> None:
 
 def write_png(path: str | Path, pixels: Any) -> None:
     """`pixels` (a uint8 array, (height, width) gray or (height, width, 3) colour) as a PNG at `path`, atomically
-    (Pillow, imported here only: the layers that write pictures need it)."""
+    but not synced: the export calls `sync_all` once at its end (module docstring). Pillow is imported here only:
+    the layers that write pictures need it."""
     from PIL import Image
 
-    with replaced_file(path, "wb") as stream:
+    with replaced_file(path, "wb", sync=False) as stream:
         Image.fromarray(pixels).save(stream, format="PNG")
 
 
-__all__ = ["TEMPORARY_FILE", "replaced_file", "write_text", "write_json", "write_png"]
+def sync_all() -> None:
+    """Flush every file written so far to disk (`os.sync`, one call): the end of an export of `write_png` pictures."""
+    os.sync()
+
+
+__all__ = ["TEMPORARY_FILE", "replaced_file", "write_text", "write_json", "write_png", "sync_all"]

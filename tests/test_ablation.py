@@ -14,7 +14,7 @@ import torch
 import hf_spt.experiments.suites.grid_runner as grid_runner
 from conftest import CellRecorder
 from hf_spt.experiments.suites.grid_runner import run_grid
-from hf_spt.experiments.suites.unit_claims import CLAIMS_DIR
+from hf_spt.experiments.suites.unit_claims import CLAIMS_DIR, UnitClaims, claim_name
 from hf_spt.experiments.suites.grid import PretrainJob, cells, load_grid, parse_grid, pretrain_job
 from hf_spt.reports.grid_report import gain_recovered
 from hf_spt.reports.seed_tables import summarize
@@ -159,7 +159,7 @@ def test_ranks_share_one_queue_longest_pretraining_first_then_the_cells_that_nee
     scratch, spt_e1, spt_e3, scratch_cm = cells(grid)
     claims = Path(grid.output_dir) / CLAIMS_DIR
     claims.mkdir(parents=True)
-    (claims / "pretrain__m_e3_L1_s0").write_text("rank 0\n")  # the other rank took the longest job
+    (claims / claim_name(Path("pretrain/m_e3_L1_s0"))).write_text("rank 0\n")  # the other rank took the longest job
     ran: list = []
     monkeypatch.setattr(grid_runner, "PartialState", _rank(1, ran))
     monkeypatch.setattr(grid_runner, "_run_in_child", lambda grid, kind, unit, *args: ran.append(unit))
@@ -173,6 +173,15 @@ def test_ranks_share_one_queue_longest_pretraining_first_then_the_cells_that_nee
     run_grid(grid)
     assert ran == ["barrier", e3, e1, scratch_cm, scratch, ("wait", e1), spt_e1, ("wait", e3), spt_e3, "barrier"]
     assert not claims.exists()
+
+
+def test_units_whose_folders_joined_with_underscores_would_match_claim_one_each(tmp_path):
+    """Issue 66: claims named by the folder's parts joined with '__' made `cells/a__b/c` and `cells/a/b__c` one claim,
+    so the second unit was never trained; each folder now has its own claim."""
+    claims = UnitClaims(tmp_path, _rank(0, [])())
+    assert claims.claim(tmp_path / "cells" / "a__b" / "c") and claims.claim(tmp_path / "cells" / "a" / "b__c")
+    assert not claims.claim(tmp_path / "cells" / "a" / "b__c")  # claimed once
+    assert len(list(claims.folder.iterdir())) == 2
 
 
 def test_a_cell_waits_until_its_checkpoint_has_its_result_file(tmp_path, monkeypatch):

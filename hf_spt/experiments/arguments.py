@@ -168,8 +168,9 @@ class ModelArguments:
         default=0.0, metadata={"range": DROPOUT, "help": "Attention dropout; above 0 it disables SDPA's flash kernel."}
     )
     attn_implementation: str = field(default="sdpa", metadata={
-        "help": "sdpa, eager, torch_varlen (SDPA, and core torch's varlen kernel for --padding_free) or "
-                "flash_attention_2."})
+        "help": "sdpa, eager, torch_varlen (SDPA, and core torch's varlen kernel for --padding_free), "
+                "torch_varlen_reference (torch_varlen's path on any device, a slow contract-checking stand-in for "
+                "the kernel) or flash_attention_2."})
     model_type: str | None = field(
         default=None, metadata={"help": "Any transformers architecture (bert, roberta, distilbert, gpt2, llama...) "
                                 "built with random weights sized from the task (default: spt)."}

@@ -21,7 +21,7 @@ from transformers.masking_utils import create_bidirectional_mask, packed_sequenc
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .positions import alibi_bias, apply_rotary
-from .varlen_attention import TORCH_VARLEN
+from .varlen_attention import REFERENCE_VARLEN, VARLEN_IMPLEMENTATIONS
 
 
 def eager_attention_forward(
@@ -53,7 +53,7 @@ def eager_attention_forward(
 
 ALIBI_NEEDS_A_MASK = "alibi positions need attn_implementation='sdpa' or 'eager', not flash attention."
 """ALiBi's distance bias is an additive mask, which flash kernels do not take."""
-KEY_MASK_BACKENDS = ("sdpa", "eager", TORCH_VARLEN)
+KEY_MASK_BACKENDS = ("sdpa", "eager", *VARLEN_IMPLEMENTATIONS)
 """The back-ends that read a boolean mask broadcast over queries, (B, 1, 1, T), as SDPA does."""
 
 
@@ -100,11 +100,12 @@ def attention_bias(
     return bias + mask
 
 
-def attends_in_float32(query: torch.Tensor) -> bool:
+def attends_in_float32(query: torch.Tensor, implementation: str) -> bool:
     """Whether attention computes in float32 under autocast: --bf16 on a CPU, where the projections run in bfloat16
     and attention in float32 (CPU kernels are slower in bf16: docs/performance.md). On a GPU autocast's dtype
-    reaches attention (`torch_varlen`'s kernel takes nothing else)."""
-    return query.device.type == "cpu" and torch.is_autocast_enabled("cpu")
+    reaches attention (`torch_varlen`'s kernel takes nothing else), and on `REFERENCE_VARLEN`, which stands in for
+    that kernel on a CPU."""
+    return query.device.type == "cpu" and torch.is_autocast_enabled("cpu") and implementation != REFERENCE_VARLEN
 
 
 class SptAttention(nn.Module):
@@ -141,7 +142,7 @@ class SptAttention(nn.Module):
 
         implementation = "eager" if output_attentions else self.config._attn_implementation
         attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
-        cpu_autocast = attends_in_float32(query)
+        cpu_autocast = attends_in_float32(query, implementation)
         if cpu_autocast:
             query, key, value = query.float(), key.float(), value.float()
         with torch.autocast("cpu", enabled=False) if cpu_autocast else nullcontext():

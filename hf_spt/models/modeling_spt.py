@@ -23,7 +23,7 @@ from .configuration_spt import SptConfig
 from .heads import PooledClassifierMixin, classifier_features
 from .packing import packed_inputs, packed_layout, runs_varlen_attention
 from .positions import alibi_slopes, rotary_cos_sin, rotary_inverse_frequencies, sinusoidal_table
-from .varlen_attention import TORCH_VARLEN, varlen_kernel_runs
+from .varlen_attention import VARLEN_IMPLEMENTATIONS, varlen_kernel_runs
 
 
 class SptEmbeddings(nn.Module):
@@ -173,9 +173,9 @@ class SptModel(SptPreTrainedModel):
         self.embeddings.word_embeddings = value
 
     def _runs_kernel(self, hidden_states: torch.Tensor) -> bool:
-        """Whether a packed row runs a varlen kernel (flash attention; `torch_varlen` where its kernel runs),
-        else a block-diagonal mask."""
-        if self.config._attn_implementation == TORCH_VARLEN:
+        """Whether a packed row runs a varlen kernel (flash attention; `torch_varlen` where its kernel runs, and its
+        stand-in), else a block-diagonal mask."""
+        if self.config._attn_implementation in VARLEN_IMPLEMENTATIONS:
             return varlen_kernel_runs(hidden_states, self.config, self.training)
         return runs_varlen_attention(self.config)
 

@@ -22,6 +22,12 @@ to N, and the longest sequence as a host int (a device tensor would stop the hos
 rotary's float32 queries and keys to autocast's dtype, as transformers' flash integration does, and
 `varlen_kernel` checks the metadata before every call (no device read); `reference_varlen_kernel`, a per-sequence SDPA, checks the values
 too and stands in for the kernel where none runs (tests, `gpu_self_check.py --dry_run`).
+
+`REFERENCE_VARLEN` ("torch_varlen_reference") is that stand-in as a back-end of its own, registered the same way:
+`torch_varlen` with `reference_varlen_kernel` as its kernel, which "runs" on any device, so a CPU run takes a GPU's
+path (offsets and no mask for packed rows, autocast's half precision into attention) with every call's arguments
+checked against the kernel's contract. It is as slow as a per-sequence SDPA: a check, not a speed-up. A caller that
+wants its own kernel registers `functools.partial(packed_attention, kernel)` under the name.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
 TORCH_VARLEN = "torch_varlen"
+REFERENCE_VARLEN = "torch_varlen_reference"
+VARLEN_IMPLEMENTATIONS = (TORCH_VARLEN, REFERENCE_VARLEN)
+"""The back-ends that attend packed rows through `packed_attention` (module docstring)."""
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 
 
@@ -153,12 +162,13 @@ def compute_dtype(hidden_states: torch.Tensor) -> torch.dtype:
 
 
 def varlen_path(device: torch.device | str, dtype: torch.dtype, config: PreTrainedConfig, training: bool) -> str:
-    """How `torch_varlen` attends a packed batch: "varlen kernel", or "block-diagonal SDPA (REASON)" where the
-    kernel cannot run: not on CUDA, `dtype` not half precision, ALiBi's bias, attention dropout while training,
-    a head size the kernel does not take (`head_size_problem`) or a torch without a usable kernel
-    (`kernel_unavailable`)."""
+    """How `torch_varlen` attends a packed batch: "varlen kernel" (`REFERENCE_VARLEN`: "varlen kernel (a stand-in:
+    reference_varlen_kernel)"), or "block-diagonal SDPA (REASON)" where the kernel cannot run: not on CUDA (the
+    stand-in runs anywhere), `dtype` not half precision, ALiBi's bias, attention dropout while training, a head
+    size the kernel does not take (`head_size_problem`) or a torch without a usable kernel (`kernel_unavailable`)."""
     reasons = []
-    if torch.device(device).type != "cuda":
+    stand_in = config._attn_implementation == REFERENCE_VARLEN
+    if torch.device(device).type != "cuda" and not stand_in:
         reasons.append(f"{torch.device(device).type}, not CUDA")
     if dtype not in HALF_PRECISION:
         reasons.append(f"{dtype_name(dtype)}: the kernel takes float16/bfloat16 (--bf16)")
@@ -168,17 +178,20 @@ def varlen_path(device: torch.device | str, dtype: torch.dtype, config: PreTrain
         reasons.append("attention dropout")
     if head_problem := head_size_problem(config.hidden_size // config.num_attention_heads):
         reasons.append(head_problem)
-    if unavailable := kernel_unavailable():
+    if not stand_in and (unavailable := kernel_unavailable()):
         reasons.append(unavailable)
-    return "varlen kernel" if not reasons else f"block-diagonal SDPA ({'; '.join(reasons)})"
+    if reasons:
+        return f"block-diagonal SDPA ({'; '.join(reasons)})"
+    return "varlen kernel (a stand-in: reference_varlen_kernel)" if stand_in else "varlen kernel"
 
 
 def varlen_kernel_runs(hidden_states: torch.Tensor, config: PreTrainedConfig, training: bool) -> bool:
     """Whether a packed forward of `hidden_states` under `config` runs the kernel (`varlen_path`)."""
-    return varlen_path(hidden_states.device, compute_dtype(hidden_states), config, training) == "varlen kernel"
+    return varlen_path(hidden_states.device, compute_dtype(hidden_states), config, training).startswith("varlen")
 
 
-def torch_varlen_attention_forward(
+def packed_attention(
+    kernel: Callable[..., torch.Tensor],
     module: nn.Module,
     query: torch.Tensor,
     key: torch.Tensor,
@@ -192,8 +205,9 @@ def torch_varlen_attention_forward(
     max_length_k: int | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
-    """Attention of a packed row (1, H, N, hd) on `varlen_kernel` when the offsets are given and no mask is;
-    SDPA otherwise (a padded batch's mask, or the block-diagonal mask of the fallback). Returns (1, N, H, hd).
+    """Attention of a packed row (1, H, N, hd) on `kernel` (`varlen_kernel`'s arguments) when the offsets are given
+    and no mask is; SDPA otherwise (a padded batch's mask, or the block-diagonal mask of the fallback). Returns
+    (1, N, H, hd).
 
     The kernel has no autocast rule: under autocast, rotary's float32 queries and keys (rotated by float32 cos/sin)
     meet float16/bfloat16 values, so all three are cast to autocast's dtype first, as transformers' flash
@@ -209,13 +223,29 @@ def torch_varlen_attention_forward(
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else value.dtype
     packed = [tensor[0].transpose(0, 1).to(dtype).contiguous() for tensor in (query, key, value)]  # (N, H, hd) each
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    output = varlen_kernel(*packed, cu_seq_lens_q, cu_seq_lens_k, max_length_q, max_length_k, scale)
+    output = kernel(*packed, cu_seq_lens_q, cu_seq_lens_k, max_length_q, max_length_k, scale)
     return output[None], None  # (1, N, H, hd)
 
 
-AttentionInterface.register(TORCH_VARLEN, torch_varlen_attention_forward)
-ALL_MASK_ATTENTION_FUNCTIONS.register(TORCH_VARLEN, sdpa_mask)  # padded batches and the fallback: SDPA's masks
+def torch_varlen_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                                   attention_mask: torch.Tensor | None, **kwargs) -> tuple[torch.Tensor, None]:
+    """`TORCH_VARLEN`: `packed_attention` on torch's kernel, `varlen_kernel`."""
+    return packed_attention(varlen_kernel, module, query, key, value, attention_mask, **kwargs)
 
-__all__ = ["TORCH_VARLEN", "MAX_HEAD_SIZE", "varlen_kernel", "kernel_unavailable", "kernel_available",
-           "head_size_problem", "kernel_argument_problems", "reference_varlen_kernel", "varlen_path",
-           "varlen_kernel_runs", "torch_varlen_attention_forward"]
+
+def reference_varlen_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
+                                       value: torch.Tensor, attention_mask: torch.Tensor | None,
+                                       **kwargs) -> tuple[torch.Tensor, None]:
+    """`REFERENCE_VARLEN`: `packed_attention` on `reference_varlen_kernel` (module docstring)."""
+    return packed_attention(reference_varlen_kernel, module, query, key, value, attention_mask, **kwargs)
+
+
+AttentionInterface.register(TORCH_VARLEN, torch_varlen_attention_forward)
+AttentionInterface.register(REFERENCE_VARLEN, reference_varlen_attention_forward)
+ALL_MASK_ATTENTION_FUNCTIONS.register(TORCH_VARLEN, sdpa_mask)  # padded batches and the fallback: SDPA's masks
+ALL_MASK_ATTENTION_FUNCTIONS.register(REFERENCE_VARLEN, sdpa_mask)
+
+__all__ = ["TORCH_VARLEN", "REFERENCE_VARLEN", "VARLEN_IMPLEMENTATIONS", "MAX_HEAD_SIZE", "varlen_kernel",
+           "kernel_unavailable", "kernel_available", "head_size_problem", "kernel_argument_problems",
+           "reference_varlen_kernel", "varlen_path", "varlen_kernel_runs", "packed_attention",
+           "torch_varlen_attention_forward", "reference_varlen_attention_forward"]

@@ -1,9 +1,10 @@
 """What makes a run folder trustworthy after a kill, a crash or a second run started into it.
 
 - A folder that can be written: `check_writable_folder` refuses, in one line naming the flag, an empty name (the
-  current folder), a file, a path under a file and a folder a write fails in, before anything is written; every
-  writer of the package checks its output folder with it (a run, the exporters, the analysis, the compute report,
-  a combined budget report), and `check_writable_file` an output file's (the Pathfinder examples figure).
+  current folder), a file, a path under a file, a symbolic link to nothing, a path too long for the file system
+  and a folder a write fails in, before anything is written; every writer of the package checks its output folder
+  with it (a run, the exporters, the analysis, the compute report, a combined budget report, the GPU self-check),
+  and `check_writable_file` an output file's (the Pathfinder examples figure).
 - One run per folder: `hold_output_dir` takes an exclusive `filelock` on `<folder>/.hf_spt.lock`
   and writes who holds it (pid, host, command, start time) next to it; a second run fails at
   once with `OutputDirBusyError`, naming the folder and the holder. Only the launching process
@@ -24,6 +25,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 import os
@@ -81,16 +83,26 @@ def _nearest_existing(path: Path) -> Path:
 
 
 def check_output_folder(folder: str | Path | None, flag: str = "--output_dir") -> Path:
-    """`folder` as a Path unless it is empty (which would write into the current folder), a file, or under a file;
-    `flag` is the option that named it, for the message. Writes nothing (`check_writable_folder` tries a write)."""
+    """`folder` as a Path unless it is empty (which would write into the current folder), a file, under a file, a
+    path the file system cannot hold (a name or path too long), or reached through a symbolic link to nothing
+    (making the folder would fail on the link); `flag` is the option that named it, for the message. Writes nothing
+    (`check_writable_folder` tries a write)."""
     if folder is None or not str(folder).strip():
         raise UserInputError(f"{flag} is empty: name the folder to write into (an empty name would write into the "
                              "current folder).")
     path = Path(folder)
+    try:
+        existing = _nearest_existing(path)
+    except OSError as error:  # ENAMETOOLONG from stat: a name over the file system's limit, or the whole path
+        raise UserInputError(f"{flag} {folder} cannot be a folder here ({error.strerror or error}): pass a shorter "
+                             "path.") from None
+    missing = itertools.takewhile(lambda part: part != existing, (path, *path.parents))
+    if dangling := next((part for part in missing if part.is_symlink()), None):
+        raise UserInputError(f"{flag} {folder}: {dangling} is a symbolic link to {os.readlink(dangling)}, which does "
+                             "not exist; make its target or pass another folder.")
     if path.exists() and not path.is_dir():
         raise UserInputError(f"{flag} {folder} is a file, not a folder: pass a folder (new or one this command "
                              "wrote).")
-    existing = _nearest_existing(path)
     if not existing.is_dir():
         raise UserInputError(f"{flag} {folder}: {existing} is a file, so the folder cannot be made there.")
     return path

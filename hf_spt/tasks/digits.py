@@ -9,9 +9,10 @@ bilinearly with PIL (16, 24 or 32 pixels a side: 256 to 1,024 tokens, LRA Image'
 
 Splits are fixed, whatever `seed` and `num_train`: a stratified draw with `split_seed` sets aside
 `num_test` pictures for test and `num_validation` for validation; the rest (1,197 by default) is
-the training pool. `num_train` takes a class-balanced subset of that pool drawn with the run's
-`seed` (Amos et al.'s data-scarcity study), so seeds see different subsets and SPT pretrains on
-the subset only, as self-pretraining should.
+the training pool. `num_train` takes a stratified subset of that pool drawn with the run's `seed`
+(each digit in proportion to its share of the pool, `picture_splits.training_subset`; Amos et al.'s
+data-scarcity study), so seeds see different subsets and SPT pretrains on the subset only, as
+self-pretraining should.
 
 `write_digits_image_folder` writes the same pictures as PNGs in the layout `--task image
 --data_dir` reads (`train/<class>/*.png` holding train and validation, `test/<class>/*.png`).
@@ -26,10 +27,11 @@ from typing import Annotated
 import numpy as np
 from datasets import Dataset, DatasetDict
 
-from ..atomic_files import write_png
+from ..atomic_files import sync_all, write_png
 from ..errors import UserInputError
 from ..value_checks import NON_NEGATIVE_INT, POSITIVE_INT
 from .common import PIXEL_VALUES, build_pixel_tokenizer, pixel_ids
+from .picture_splits import stratified_order, training_subset
 from .registry import Task, TaskPreset, register_task
 
 NATIVE_SIZE = 8
@@ -60,16 +62,6 @@ def digit_pixels(pictures: np.ndarray, image_size: int) -> np.ndarray:
                      for picture in scaled])
 
 
-def stratified_order(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Indices of `labels` shuffled within each class and interleaved class by class, so that every prefix is as
-    class-balanced as it can be."""
-    per_class = [rng.permutation(np.flatnonzero(labels == label)) for label in np.unique(labels)]
-    rank = np.empty(len(labels), dtype=np.float64)
-    for indices in per_class:
-        rank[indices] = (np.arange(len(indices)) + rng.random()) / len(indices)
-    return np.argsort(rank, kind="stable")
-
-
 def digits_splits(labels: np.ndarray, num_validation: int, num_test: int, split_seed: int) -> dict[str, np.ndarray]:
     """Indices of the fixed test and validation pictures and of the training pool (module docstring)."""
     if num_validation < 1 or num_test < 1 or num_validation + num_test >= len(labels):
@@ -78,18 +70,6 @@ def digits_splits(labels: np.ndarray, num_validation: int, num_test: int, split_
     order = stratified_order(labels, np.random.default_rng(split_seed))
     return {"test": np.sort(order[:num_test]), "validation": np.sort(order[num_test:num_test + num_validation]),
             "train": np.sort(order[num_test + num_validation:])}
-
-
-def training_subset(pool: np.ndarray, labels: np.ndarray, num_train: int | None, seed: int,
-                    task: str = "digits") -> np.ndarray:
-    """`num_train` pictures of the training pool, class-balanced and drawn with `seed` (None: the whole pool);
-    `task` names the task in the error."""
-    if num_train is None:
-        return pool
-    if not 10 <= num_train <= len(pool):
-        raise UserInputError(f"{task}: num_train must be between 10 (one per class) and the training pool's "
-                             f"{len(pool)}, got {num_train}.")
-    return np.sort(pool[stratified_order(labels[pool], np.random.default_rng(seed))[:num_train]])
 
 
 def check_image_size(image_size: int) -> None:
@@ -139,7 +119,7 @@ def load_digits_task(
         raise UserInputError("digits reads scikit-learn's bundled pictures and takes no --data_dir; to read pictures "
                              "from a folder use --task image --data_dir (write_digits_image_folder writes these).")
     pixels, labels, splits = digits_pictures(image_size, num_validation, num_test, split_seed)
-    splits["train"] = training_subset(splits["train"], labels, num_train, seed)
+    splits["train"] = training_subset(splits["train"], labels, num_train, seed, task="digits")
     dataset = DatasetDict({split: Dataset.from_dict({"input_ids": [pixel_ids(pixels[i]) for i in splits[split]],
                                                      "labels": labels[splits[split]].tolist()})
                            for split in ("train", "validation", "test")})
@@ -152,15 +132,16 @@ def write_digits_image_folder(root: str | Path, image_size: int = 16, num_valida
                               split_seed: int = 0) -> Path:
     """The digits task's pictures as PNGs under `root` (`train/<digit>/<index>.png`: training pool and validation;
     `test/<digit>/<index>.png`), the layout `--task image --data_dir root` reads, each written whole or not at all
-    (`write_png`). Returns `root`."""
+    (`write_png`), the export synced to disk once at its end (`sync_all`). Returns `root`."""
     pixels, labels, splits = digits_pictures(image_size, num_validation, num_test, split_seed)
     root = Path(root)
     for folder, indices in (("train", np.concatenate([splits["train"], splits["validation"]])),
                             ("test", splits["test"])):
         for index in indices:
             write_png(root / folder / LABEL_NAMES[labels[index]] / f"{index:04d}.png", pixels[index])
+    sync_all()
     return root
 
 
-__all__ = ["NATIVE_SIZE", "digits_arrays", "digit_pixels", "digits_splits", "check_image_size", "digits_pictures", "training_subset", "load_digits_task",
-           "write_digits_image_folder"]
+__all__ = ["NATIVE_SIZE", "digits_arrays", "digit_pixels", "digits_splits", "check_image_size", "digits_pictures",
+           "load_digits_task", "write_digits_image_folder"]

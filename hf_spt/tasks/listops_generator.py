@@ -104,10 +104,21 @@ def _generate_chunk(job: tuple[int, int, int, int, dict]) -> list[tuple[str, int
     return [generate_listops_example(rng, **spec) for _ in range(size)]
 
 
-def check_lengths(min_length: int, max_length: int) -> None:
-    """A one-line error unless trees between `min_length` and `max_length` tokens can exist."""
-    if not min_length < max_length:
-        raise UserInputError(f"ListOps needs min_length < max_length, got {min_length} and {max_length}.")
+def tree_fits(min_length: int, max_length: int, max_depth: int = 10, max_args: int = 10) -> bool:
+    """Whether some tree has `min_length < length < max_length`: o operators (2 tokens each, 2 to `max_args`
+    arguments) hold o + 1 to o (max_args - 1) + 1 digits, so a length of 3o + 1 to o (max_args + 1) + 1 tokens; a
+    `max_depth` of 2 or less leaves the root as the only operator (`_grow`)."""
+    operators = range(1, 2) if max_depth <= 2 else range(1, max(max_length, 0) // 3 + 1)
+    return any(max(3 * o + 1, min_length + 1) <= min(o * (max_args + 1) + 1, max_length - 1) for o in operators)
+
+
+def check_lengths(min_length: int, max_length: int, max_depth: int = 10, max_args: int = 10) -> None:
+    """A one-line error unless trees between `min_length` and `max_length` tokens can exist (`tree_fits`): the
+    generator would draw forever."""
+    if not tree_fits(min_length, max_length, max_depth, max_args):
+        raise UserInputError(f"ListOps keeps trees with min_length < length < max_length and no tree fits between "
+                             f"{min_length} and {max_length} (the shortest is 4 tokens: an operator, two digits, its "
+                             "bracket); widen the range.")
 
 
 def generate_listops(
@@ -125,7 +136,7 @@ def generate_listops(
     Work is cut into chunks of `CHUNK_SIZE` trees, each seeded from (seed, split, chunk), so the
     data depend on `seed` only, not on `num_workers` (default: all CPUs, in processes).
     """
-    check_lengths(min_length, max_length)
+    check_lengths(min_length, max_length, max_depth, max_args)
     spec = dict(min_length=min_length, max_length=max_length, max_depth=max_depth, max_args=max_args,
                 operator_probability=operator_probability)
     jobs, owners = [], []

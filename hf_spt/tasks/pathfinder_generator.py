@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic_files import write_png, write_text
+from ..atomic_files import sync_all, write_png, write_text
 
 IMAGES_PER_FOLDER = 1000
 
@@ -127,8 +127,8 @@ def difficulty_folder(output_dir: str | Path, contour_length: int) -> Path:
 def write_pathfinder(
     output_dir: str | Path, num_images: int, seed: int = 0, image_size: int = 32, contour_length: int = 14
 ) -> Path:
-    """Write generated images in the released layout, each file whole or not at all (`hf_spt.atomic_files`); returns
-    the difficulty folder."""
+    """Write generated images in the released layout, each file whole or not at all and the export synced to disk once
+    at its end (`hf_spt.atomic_files`); returns the difficulty folder."""
     root = difficulty_folder(output_dir, contour_length)
     images, labels = generate_pathfinder(num_images, seed, image_size, contour_length)
     (root / "metadata").mkdir(parents=True, exist_ok=True)
@@ -139,4 +139,5 @@ def write_pathfinder(
             write_png(root / "imgs" / str(folder_index) / f"sample_{k}.png", images[k])
             lines.append(f"imgs/{folder_index} sample_{k}.png {k} {labels[k]} {image_size} {contour_length}\n")
         write_text(root / "metadata" / f"{folder_index}.npy", "".join(lines))
+    sync_all()
     return root

@@ -21,7 +21,7 @@ from transformers.utils import logging
 from ..errors import UserInputError
 from ..models.configuration_spt import SptConfig
 from ..models.packing import runs_varlen_attention
-from ..models.varlen_attention import TORCH_VARLEN, varlen_path
+from ..models.varlen_attention import TORCH_VARLEN, VARLEN_IMPLEMENTATIONS, varlen_path
 
 logger = logging.get_logger(__name__)
 
@@ -32,8 +32,8 @@ def training_dtype(args: TrainingArguments) -> torch.dtype:
 
 
 def padding_free_path(model: PreTrainedModel, args: TrainingArguments) -> str:
-    """The attention path packed training rows take: "flash attention (NAME)", "varlen kernel" or
-    "block-diagonal SDPA (why)"."""
+    """The attention path packed training rows take: "flash attention (NAME)", "varlen kernel" (its stand-in's:
+    "varlen kernel (a stand-in: ...)") or "block-diagonal SDPA (why)"."""
     if runs_varlen_attention(model.config):
         return f"flash attention ({model.config._attn_implementation})"
     return varlen_path(args.device, training_dtype(args), model.config, training=True)
@@ -57,7 +57,7 @@ def check_padding_free(model: PreTrainedModel, args: TrainingArguments) -> str:
     elif attention == "sdpa":
         model.set_attn_implementation(TORCH_VARLEN)
         attention = TORCH_VARLEN
-    if attention != TORCH_VARLEN and not runs_varlen_attention(model.config):
+    if attention not in VARLEN_IMPLEMENTATIONS and not runs_varlen_attention(model.config):
         problems.append(f"attn_implementation {TORCH_VARLEN!r} (core torch's varlen kernel) or a flash attention "
                         f"back-end (this model uses {attention!r})")
     elif runs_varlen_attention(model.config) and args.device.type != "cuda":
