@@ -15,7 +15,7 @@ from dataclasses import field
 from typing import Any
 
 from ..errors import UserInputError
-from ..numerics import PORTABLE_NUMERICS_HELP
+from ..numerics import PORTABLE_NUMERICS_HELP, SETTING_VALUES
 from ..value_checks import POSITIVE_INT
 from .declarations import json_mapping
 
