@@ -123,22 +123,16 @@ def test_is_ancestor_asks_git_through_the_one_helper(monkeypatch):
 
 
 def test_the_recorded_version_is_the_imported_packages(monkeypatch, capsys):
-    """A checkout on PYTHONPATH over an installed release records its own version, and `hf-spt --version` (and
-    `python -m hf_spt --version`) prints it without an installed distribution."""
+    """A checkout on PYTHONPATH over an installed older release records its own version, and `hf-spt --version`
+    (and `python -m hf_spt --version`) prints it: neither reads the distribution's metadata, so neither needs one."""
     from importlib import metadata
 
     import hf_spt
     from hf_spt import cli
     from hf_spt.training.model_card import installed_versions
 
-    real = metadata.version
-
-    def installed(name: str) -> str:
-        if name == "hf-spt":
-            raise metadata.PackageNotFoundError(name)
-        return real(name)
-
-    monkeypatch.setattr(metadata, "version", installed)
+    real, installed = metadata.version, {"hf-spt": "0.0.1"}
+    monkeypatch.setattr(metadata, "version", lambda name: installed.get(name) or real(name))
     monkeypatch.setattr(hf_spt, "__version__", "9.9.9.dev0")
     cli.main(["--version"])
     assert capsys.readouterr().out == "hf-spt 9.9.9.dev0\n"
