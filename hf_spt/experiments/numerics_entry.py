@@ -48,7 +48,7 @@ def hold_numerics(setting: bool | str | None, use_cpu: bool, source: str | None 
     this process pinned to that mode, or a one-line refusal where it cannot hold: an accelerator run (`use_cpu`, or
     `ACCELERATE_USE_CPU=1`: the run asks for the CPU although one is present), a CPU without AVX2, torch or MKL
     initialised already. `source` names the file the setting came from (None: the flag). Otherwise nothing."""
-    mode = portable_mode(setting, source or FLAG)
+    mode = portable_mode(setting, FLAG if source is None else f"{source}: portable_numerics")
     if mode is not None:
         refuse_accelerator(use_cpu, source)
         portable_numerics(mode)
