@@ -14,7 +14,7 @@ pooling head on any transformers backbone).
 
 `portable_numerics()`, called right after `import hf_spt` and before any torch operation, pins this process's CPU
 numerics to one level (AVX2) so that its numbers reproduce on any Intel x86 CPU (on an AMD CPU, on CPUs of its
-model: `hf_spt.numerics`).
+model; `portable_numerics("cross_vendor")` on both vendors: `hf_spt.numerics`).
 """
 
 from .models import (

@@ -1,7 +1,7 @@
 """`hf-spt`, the command the package installs: `hf-spt <command> [flags]` runs one job of `hf_spt.scripts`.
 
     hf-spt --help                  # the commands
-    hf-spt --version               # the installed hf_spt's version
+    hf-spt --version               # the imported hf_spt's version, as runs record it
     hf-spt run --help              # a command's flags (those of run_scripts/run_spt.py)
     hf-spt run --task listops      # = python -m hf_spt.scripts.run_spt --task listops
     python -m hf_spt run ...       # the same as hf-spt, where the console script is not on PATH
@@ -16,10 +16,10 @@ import ast
 import importlib
 import importlib.util
 import sys
-from importlib import metadata
 from pathlib import Path
 
 from .experiments.exit_status import USER_ERROR_STATUS
+from .training.model_card import package_version
 
 COMMANDS = {
     "run": "run_spt",
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         print(usage())
         return
     if argv[:1] == ["--version"]:
-        print(f"hf-spt {metadata.version('hf-spt')}")  # the installed version, as runs record it
+        print(f"hf-spt {package_version()[0]}")
         return
     if not argv or argv[0] not in COMMANDS:
         named = f"unknown command {argv[0]!r}" if argv else "no command given"

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UserInputError
-from ..numerics import PORTABLE_NUMERICS_HELP
+from ..numerics import PORTABLE_NUMERICS_HELP, portable_mode
 from ..training.arguments import FinetuneArguments, PretrainArguments
 from ..training.losses import TOKEN_WEIGHTING
 from ..training.model_factory import PRETRAIN_OBJECTIVES
@@ -318,10 +318,12 @@ class ExperimentArguments:
         default=None, metadata={"needs": "log_proximity", "range": POSITIVE_INT,
                                 "help": "With --log_proximity: log every N steps instead of at each evaluation."}
     )
-    portable_numerics: bool = field(default=False, metadata={"help": PORTABLE_NUMERICS_HELP})
+    portable_numerics: bool | str | None = field(default=None, metadata={
+        "flag_type": str | None, "nargs": "?", "const": "true", "help": PORTABLE_NUMERICS_HELP})
 
     def __post_init__(self):
         check_declared(self)
+        self.portable_numerics = portable_mode(self.portable_numerics)  # "true", "cross_vendor" or None (native)
         if self.mask_replace_prob + self.random_replace_prob > 1:
             raise UserInputError(f"--mask_replace_prob {self.mask_replace_prob} plus --random_replace_prob "
                                  f"{self.random_replace_prob}: must add up to at most 1.")

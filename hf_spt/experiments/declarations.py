@@ -19,9 +19,11 @@ from transformers import HfArgumentParser
 
 from ..errors import UserInputError
 
-DECLARED_KEYS = ("range", "values", "phase", "task", "lora", "needs")
+DECLARED_KEYS = ("range", "values", "phase", "task", "lora", "needs", "flag_type")
 """What a field's metadata declares besides argparse's own keys (`help`...): its valid range or values, the phase
-that reads it, the task (custom) or flag (needs) it is read with, whether only LoRA reads it."""
+that reads it, the task (custom) or flag (needs) it is read with, whether only LoRA reads it, and the type the
+command line parses it as where a file may give more (`flag_type`: `str | None` for a field that also takes a
+file's booleans)."""
 
 
 class SettingsParser(HfArgumentParser):
@@ -31,6 +33,7 @@ class SettingsParser(HfArgumentParser):
     @staticmethod
     def _parse_dataclass_field(parser, spec: Field) -> None:  # noqa: ANN001 (argparse's parser or group)
         argparse_only = copy.copy(spec)
+        argparse_only.type = spec.metadata.get("flag_type", spec.type)
         argparse_only.metadata = types.MappingProxyType({key: value for key, value in spec.metadata.items()
                                                          if key not in DECLARED_KEYS})
         HfArgumentParser._parse_dataclass_field(parser, argparse_only)

@@ -3,7 +3,8 @@
 Exit statuses: 0 done; 2 a user error (a bad flag, file, value or folder: `UserInputError`, or argparse's own usage
 error, or an unknown flag: "unrecognized arguments: --x" whichever parser read it), printed as `error: <message>`
 without a Python traceback; 1 (with the traceback) anything unexpected, which is a bug to report. `--debug` on the
-command line or `HF_SPT_DEBUG=1` in the environment shows the traceback of user errors too.
+command line or `HF_SPT_DEBUG=1` in the environment shows the traceback of user errors too. A command reads the
+package's commit as it starts (`runs.provenance.read_package_state`): its records say the code it loaded.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import UserInputError
+from ..runs.provenance import read_package_state
 
 DEBUG_FLAG = "--debug"
 DEBUG_ENV = "HF_SPT_DEBUG"
 USER_ERROR_STATUS = 2
 UNUSED_ARGUMENTS = "Some specified arguments are not used by the HfArgumentParser"  # its unknown-flag error
-_command_line: list[bool] = [False]  # whether the call `run_cli` is running has the process's command line
 
 
 def debugging(argv: list[str]) -> bool:
@@ -29,12 +30,11 @@ def debugging(argv: list[str]) -> bool:
 
 
 def run_cli(main: Callable[[list[str]], Any], argv: list[str] | None = None) -> Any:
-    """Call `main(argv)` (default: the command line, `--debug` removed); exit 2 with one line on a user error.
-    While `main` runs, `runs_command_line()` says whether `argv` is the process's own command line (`sys.argv[1:]`,
-    as `hf-spt` and `python -m` leave it), so that re-executing the process repeats this call."""
+    """Call `main(argv)` (default: the command line, `--debug` removed), the package's commit read first; exit 2
+    with one line on a user error."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = debugging(argv)
-    _command_line[0] = argv == sys.argv[1:]
+    read_package_state()
     try:
         return main([arg for arg in argv if arg != DEBUG_FLAG])
     except (UserInputError, ValueError) as error:
@@ -42,8 +42,6 @@ def run_cli(main: Callable[[list[str]], Any], argv: list[str] | None = None) -> 
             raise
         print(f"error: {user_words(error)}", file=sys.stderr)
         raise SystemExit(USER_ERROR_STATUS) from None
-    finally:
-        _command_line[0] = False
 
 
 def user_words(error: ValueError) -> str:
@@ -55,9 +53,4 @@ def user_words(error: ValueError) -> str:
     return message
 
 
-def runs_command_line() -> bool:
-    """Whether the command `run_cli` is running was given the process's own command line (see `run_cli`)."""
-    return _command_line[0]
-
-
-__all__ = ["DEBUG_FLAG", "DEBUG_ENV", "USER_ERROR_STATUS", "debugging", "run_cli", "runs_command_line", "user_words"]
+__all__ = ["DEBUG_FLAG", "DEBUG_ENV", "USER_ERROR_STATUS", "debugging", "run_cli", "user_words"]

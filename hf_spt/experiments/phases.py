@@ -27,7 +27,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from ..analysis.callback import ProximityCallback
 from ..atomic_files import write_json
 from ..errors import UserInputError
-from ..numerics import PORTABLE_LABEL, hold_portable_numerics, is_pinned
+from ..numerics import MODE_LABELS, portable_numerics
 from ..runs.folder import PHASE_RESULT_NAME, read_json
 from ..runs.phase_definition import (check_phase_folder, finetune_definition, holds_nothing, pretrain_definition,
                                      record_definition)
@@ -129,9 +129,10 @@ def arm_phase(arm: Arm, task: Task, config: PreTrainedConfig, model: ModelSpec, 
 
 
 def phase_numerics(spec: PhaseSpec) -> str | None:
-    """The CPU numerics a phase is defined with: "portable AVX2" when its settings ask for them or this process is
-    pinned to them already (`hf_spt.numerics`; e.g. by `hf_spt.portable_numerics()`), else None (native)."""
-    return PORTABLE_LABEL if spec.portable_numerics or is_pinned() else None
+    """The CPU numerics a phase is defined with, from its settings alone (not the shell's variables, which the
+    phase's record reports): "portable AVX2" or the cross-vendor mode's label (`numerics.MODE_LABELS`), else None
+    (native)."""
+    return MODE_LABELS.get(spec.portable_numerics)
 
 
 def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
@@ -147,7 +148,7 @@ def run_phase(phase: PlannedPhase, checked: bool = False) -> dict[str, Any]:
         return done if phase.arm is None else {**done, "init_from": str(phase.init_from) if phase.init_from else None}
     if phase.spec.portable_numerics:  # a library run, or a unit's process: pinned here if its command did not
         refuse_accelerator(phase.args.use_cpu)
-        hold_portable_numerics()
+        portable_numerics(phase.spec.portable_numerics)
     return (_run_pretrain if phase.arm is None else _run_finetune)(phase)
 
 

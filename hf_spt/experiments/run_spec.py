@@ -97,7 +97,7 @@ class PhaseSpec:
     lora: dict[str, Any]  # r, alpha, dropout and target modules, read by LoRA arms only
     log_proximity: bool
     proximity_every_n_steps: int | None
-    portable_numerics: bool = False  # the CPU numerics pinned (`hf_spt.numerics`): part of the phase's definition
+    portable_numerics: str | None = None  # the CPU numerics mode pinned (`hf_spt.numerics`; None: native): defines the phase
 
 
 @dataclass(frozen=True)

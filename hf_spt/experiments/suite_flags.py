@@ -15,7 +15,7 @@ from dataclasses import field
 from typing import Any
 
 from ..errors import UserInputError
-from ..numerics import PORTABLE_NUMERICS_HELP
+from ..numerics import PORTABLE_NUMERICS_HELP, SETTING_VALUES
 from ..value_checks import POSITIVE_INT
 from .declarations import json_mapping
 
@@ -48,9 +48,10 @@ def torch_threads_field() -> Any:
 
 
 def portable_numerics_field() -> Any:
-    """The `--portable_numerics` flag of a suite script's dataclass (the grid's `experiment: {portable_numerics:
-    true}` asks the same)."""
-    return field(default=False, metadata={"help": PORTABLE_NUMERICS_HELP})
+    """The `--portable_numerics` flag of a suite script's dataclass, three-valued: unset (the grid's `experiment:
+    {portable_numerics: ...}` holds), or a value that replaces it (bare: "true"; "false" turns it off)."""
+    return field(default=None, metadata={"values": SETTING_VALUES, "nargs": "?", "const": "true",
+                                         "help": PORTABLE_NUMERICS_HELP})
 
 
 def set_torch_threads(threads: int | None) -> None:

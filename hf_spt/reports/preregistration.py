@@ -43,7 +43,8 @@ from typing import Any
 
 from scipy import stats
 
-from ..runs.provenance import commit_in, is_ancestor, numerics_label, row_commit
+from ..numerics import numerics_label
+from ..runs.provenance import commit_in, is_ancestor, row_commit
 from .paired_seeds import PairedDifference, paired_cells, stratified_estimate
 
 POWER = 0.8

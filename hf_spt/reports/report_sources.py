@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import UserInputError
-from ..runs.provenance import numerics_label
+from ..numerics import numerics_label
 
 Entry = TypeVar("Entry")
 
@@ -77,7 +77,7 @@ def _check_added_seeds(config: str, held: str, theirs: list[Entry], source: Path
 
 def numerics_mixes(rows: Sequence[dict], group_key: str) -> dict[str, dict[str, list[int]]]:
     """{group: {numerics label: its seeds}} of every group (a row's `group_key`: a study's configuration, a grid's
-    task) whose rows were made with more than one CPU numerics (`runs.provenance.numerics_label`: "portable AVX2"
+    task) whose rows were made with more than one CPU numerics (`numerics.numerics_label`: "portable AVX2"
     or "native")."""
     by_group: dict[str, dict[str, list[int]]] = {}
     for row in rows:

@@ -13,16 +13,18 @@ docs/lra.md). The CPU is there for the same
 reason: torch dispatches its kernels by the instruction set it finds (`torch.backends.cpu.get_cpu_capability()`,
 e.g. "AVX2" or "AVX512"), and another kernel rounds in another order, so the same seed, code and thread count on
 another kind of CPU is another run of the same distribution (a digits cell moved by 14 points; docs/lra.md).
-The numerics say whether that held: "portable AVX2" for a run pinned to one kernel level (`hf_spt.numerics`,
-`--portable_numerics`), whose numbers reproduce on any Intel x86 CPU with AVX2, else "native" (the CPU's own
-level); a portable run whose MKL did not hold AVX2 (an AMD CPU) is named with MKL's branch and its CPU
-(`numerics_label`), as it reproduces on CPUs of that model only.
+The numerics say whether that held (`numerics.numerics_record`, `numerics.numerics_label`: the functions live in
+layer-0 `hf_spt.numerics`, so a report reads a row's numerics without importing this module).
+
+The commit is read once per process, where a command starts (`read_package_state`, from `exit_status.run_cli`;
+else at the first record): a commit made while a run trains is not the code that run executes, and importing a
+module runs no git. Beside `git describe` (which at an annotated tag says "v1.0", no hash) the full hash is
+recorded as `commit_hash`, which `row_commit` reads to check a row against git.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -30,11 +32,10 @@ from typing import Any
 
 import torch
 
-from ..numerics import (NATIVE_LABEL, PORTABLE_ENVIRONMENT, PORTABLE_LABEL, PORTABLE_LEVEL, cpu_model, is_pinned,
-                        mkl_branch, mkl_branch_held, overridden_values)
+from ..numerics import cpu_description, numerics_record
 from ..training.model_card import installed_versions
 
-PROVENANCE_KEYS = ("commit", "uncommitted", "versions", "torch_threads", "cpu", "numerics")
+PROVENANCE_KEYS = ("commit", "commit_hash", "uncommitted", "versions", "torch_threads", "cpu", "numerics")
 """The keys `run_provenance` adds to a result; a result written before they existed has neither (a result without
 "numerics" was made with native numerics: `numerics_label`)."""
 UNKNOWN_COMMIT = "unknown"
@@ -51,8 +52,7 @@ def git_output(folder: Path, *arguments: str) -> str:
 @functools.lru_cache(maxsize=1)
 def package_commit() -> str:
     """The package checkout's commit (`git describe --always --dirty --abbrev=12`: a hash, "-dirty" with
-    uncommitted changes), or "unknown"; read once per process, when this module is imported (below), as the
-    package's code is loaded: a commit made while a run trains is not the code that run executes."""
+    uncommitted changes), or "unknown"; read once per process (`read_package_state`)."""
     try:
         if Path(git_output(PACKAGE_ROOT, "rev-parse", "--show-toplevel")).resolve() != PACKAGE_ROOT:
             return UNKNOWN_COMMIT  # the package sits inside some other repository, not its own checkout
@@ -68,7 +68,7 @@ MAX_NAMED_CHANGES = 20
 def package_changes() -> str:
     """The tracked files of the package's checkout changed since its commit (what makes `package_commit` "-dirty"),
     as "path, path, ..." relative to the checkout (the first `MAX_NAMED_CHANGES`, then how many more); "" where
-    nothing changed or the commit is unknown. Read once per process, at import, like the commit."""
+    nothing changed or the commit is unknown. Read once per process, like the commit."""
     if not package_commit().endswith("-dirty"):
         return ""
     try:
@@ -79,59 +79,34 @@ def package_changes() -> str:
     return ", ".join(paths[:MAX_NAMED_CHANGES]) + (f" and {more} more" if more > 0 else "")
 
 
-package_commit()  # the checkout as the code is loaded, not as it is when a result is written
-package_changes()
-
-
 @functools.lru_cache(maxsize=1)
-def cpu_description() -> dict[str, str]:
-    """{"model": the CPU's model name (`numerics.cpu_model`), "capability": the kernel level torch dispatches to
-    on it}; read once per process."""
-    return {"model": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability()}
+def package_commit_hash() -> str | None:
+    """The full hash of the package checkout's commit (`git rev-parse HEAD`; "-dirty" state is in
+    `package_commit`), or None where the commit is unknown. Read once per process, like the commit."""
+    if package_commit() == UNKNOWN_COMMIT:
+        return None
+    try:
+        return git_output(PACKAGE_ROOT, "rev-parse", "HEAD") or None
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
-def numerics_record() -> dict[str, Any]:
-    """This process's CPU numerics: {"label": "portable AVX2" (the variables of `numerics.PORTABLE_ENVIRONMENT` set,
-    by hf_spt or the user, and torch at that level) or "native", "capability": the level torch dispatches to,
-    "deterministic": torch's deterministic algorithms on, "mkl_branch": the CNR branch MKL reports
-    (`numerics.mkl_branch`; None where MKL cannot be asked), "environment": the pinning variables set
-    (`numerics.PORTABLE_ENVIRONMENT`, whoever set them), and "overridden": {variable: the user's value} where the
-    pinning replaced one}."""
-    capability = torch.backends.cpu.get_cpu_capability()
-    record = {"label": PORTABLE_LABEL if is_pinned() and capability == PORTABLE_LEVEL else NATIVE_LABEL,
-              "capability": capability, "deterministic": torch.are_deterministic_algorithms_enabled(),
-              "mkl_branch": mkl_branch(),
-              "environment": {name: os.environ[name] for name in PORTABLE_ENVIRONMENT if name in os.environ}}
-    overridden = overridden_values()
-    if overridden:
-        record["overridden"] = overridden
-    return record
-
-
-def numerics_label(result: dict[str, Any]) -> str:
-    """The numerics a result (a phase.json, a row) was made with: its record's label ("native" for a result
-    written before numerics were recorded: every such run was native), and for a portable result whose GEMMs ran
-    another MKL branch than AVX2, that branch and the CPU: "portable AVX2, MKL AUTO on AMD EPYC" (`numerics`: MKL
-    holds AVX2 on Intel CPUs only, so such a result reproduces on CPUs of its model, not on Intel ones). A result
-    recorded before MKL's branch was is read by the same rule (`numerics.mkl_branch_held`), as AVX2 on an Intel
-    CPU."""
-    record = result.get("numerics") or {}
-    label = record.get("label", NATIVE_LABEL)
-    if label != PORTABLE_LABEL:
-        return label
-    model = (result.get("cpu") or {}).get("model", "")
-    branch = mkl_branch_held(record.get("mkl_branch", PORTABLE_LEVEL), model)
-    if branch == PORTABLE_LEVEL:
-        return label
-    return f"{label}, {f'MKL {branch}' if branch else 'MKL branch unknown'} on {model or 'an unrecorded CPU'}"
+def read_package_state() -> None:
+    """Read the checkout's commit, hash and changed files now, once for the process: called where a command
+    starts, as its code is loaded (the records it writes later say this state)."""
+    package_commit()
+    package_commit_hash()
+    package_changes()
 
 
 def run_provenance() -> dict[str, Any]:
-    """{"commit": `package_commit()`, "uncommitted": `package_changes()` (only for a "-dirty" commit), "versions":
+    """{"commit": `package_commit()`, "commit_hash": `package_commit_hash()` (where known), "uncommitted":
+    `package_changes()` (only for a "-dirty" commit), "versions":
     {library: version} of hf_spt, torch, transformers, datasets, accelerate and huggingface_hub}, "torch_threads":
     the intra-op threads torch computed with, "cpu": `cpu_description()`, "numerics": `numerics_record()`}."""
-    changes = package_changes()  # "" for a clean checkout: no key then
-    return {"commit": package_commit(), **({"uncommitted": changes} if changes else {}),
+    changes, full = package_changes(), package_commit_hash()  # "" / None: no key then
+    return {"commit": package_commit(), **({"commit_hash": full} if full else {}),
+            **({"uncommitted": changes} if changes else {}),
             "versions": installed_versions(), "torch_threads": torch.get_num_threads(), "cpu": cpu_description(),
             "numerics": numerics_record()}
 
@@ -148,8 +123,8 @@ def described_commit(described: str | None) -> str | None:
 
 
 def row_commit(row: dict[str, Any]) -> str | None:
-    """The commit a result or row can be checked at: the full hash it records (`commit_hash`), else the hash in its
-    `git describe` words (`described_commit`; None for a bare tag, "unknown" or none)."""
+    """The commit a result or row can be checked at in git: its recorded full hash (`commit_hash`), else the hash in
+    its `git describe` words (`described_commit`; None for a bare tag, "unknown" or none)."""
     return row.get("commit_hash") or described_commit(row.get("commit"))
 
 
@@ -170,11 +145,12 @@ def is_ancestor(repository: Path | None, ancestor: str, commit: str) -> bool | N
     if repository is None:
         return None
     try:
-        done = subprocess.run(["git", "-C", str(repository), "merge-base", "--is-ancestor", ancestor, commit],
-                              capture_output=True, timeout=30)
+        git_output(repository, "merge-base", "--is-ancestor", ancestor, commit)
+    except subprocess.CalledProcessError as error:  # status 1: not an ancestor; another: git cannot tell
+        return False if error.returncode == 1 else None
     except (OSError, subprocess.SubprocessError):
         return None
-    return {0: True, 1: False}.get(done.returncode)
+    return True
 
 
 def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
@@ -184,6 +160,5 @@ def recorded_provenance(result: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = ["PROVENANCE_KEYS", "UNKNOWN_COMMIT", "MAX_NAMED_CHANGES", "git_output", "package_commit", "package_changes",
-           "cpu_description", "numerics_record", "numerics_label", "run_provenance", "described_commit", "row_commit",
-           "commit_in", "is_ancestor",
-           "recorded_provenance"]
+           "package_commit_hash", "read_package_state", "run_provenance", "described_commit", "row_commit",
+           "commit_in", "is_ancestor", "recorded_provenance"]

@@ -55,7 +55,7 @@ class AblationArguments:
     write_default_grid: str | None = field(default=None, metadata={
         "help": "Write a copy of the default grid file (the paper's arms) to this new file, to edit and pass as "
                 "--grid_file, and train nothing."})
-    portable_numerics: bool = portable_numerics_field()
+    portable_numerics: str | None = portable_numerics_field()
 
     def __post_init__(self):
         check_declared(self)
@@ -63,7 +63,7 @@ class AblationArguments:
         self.seed_list = comma_seeds(self.seeds) if self.seeds is not None else None
         if self.write_default_grid is not None and (self.grid_file != DEFAULT_GRID_FILE or self.output_dir is not None
                                                     or self.arms is not None or self.seeds is not None
-                                                    or self.portable_numerics):
+                                                    or self.portable_numerics is not None):
             raise UserInputError("--write_default_grid copies the default grid and trains nothing: give it without "
                                  "--grid_file, --output_dir, --arms, --seeds and --portable_numerics.")
 
@@ -75,7 +75,7 @@ def run(args: AblationArguments) -> None:
         write_default_grid(args.write_default_grid)
         return
     grid = with_portable_numerics(load_grid(args.grid_file), args.portable_numerics)
-    hold_grid_numerics(grid.experiment)  # before any torch operation: may start the command again, pinned
+    hold_grid_numerics(grid.experiment, None if args.portable_numerics is not None else f"grid file {args.grid_file}")
     set_torch_threads(args.torch_threads)
     if args.output_dir is not None:
         grid.output_dir = args.output_dir

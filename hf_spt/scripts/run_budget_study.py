@@ -75,7 +75,7 @@ class BudgetStudyArguments:
     probe_examples: int = field(default=256, metadata={"range": POSITIVE_INT,
                                                        "help": "Validation inputs each SPT checkpoint is probed on."})
     torch_threads: int | None = torch_threads_field()
-    portable_numerics: bool = portable_numerics_field()
+    portable_numerics: str | None = portable_numerics_field()
     dry_run: bool = field(default=False, metadata={"help": "Print the SPT checkpoints and cells; train nothing."})
     list_studies: bool = field(default=False, metadata={"help": "Print the shipped studies and exit."})
     combine: str | None = field(default=None, metadata={
@@ -105,7 +105,7 @@ class BudgetStudyArguments:
             if named and not self.combine:
                 raise UserInputError(f"{flag} chooses between the folders of --combine: give --combine too.")
         for flag, given in (("--portable_numerics", self.portable_numerics), ("--configs", self.configs)):
-            if given and self.combine:
+            if given is not None and self.combine:
                 raise UserInputError(f"{flag} sets what a study trains, and --combine trains nothing: drop one.")
         if self.mix_numerics and not self.added_configs:
             raise UserInputError("--mix_numerics lets --add_seeds join seeds made with other CPU numerics: give "
@@ -144,7 +144,8 @@ def run(args: BudgetStudyArguments) -> None:
         return
     grid = with_portable_numerics(study_grid(args.study, args.seed_list, args.output_dir), args.portable_numerics)
     if not args.dry_run:
-        hold_grid_numerics(grid.experiment)  # before any torch operation: may start the command again, pinned
+        hold_grid_numerics(grid.experiment,  # before any torch operation
+                           None if args.portable_numerics is not None else f"the study file of {args.study!r}")
     set_torch_threads(args.torch_threads)
     unknown = [config for config in args.config_list or [] if config not in grid.tasks]
     if unknown:

@@ -59,7 +59,7 @@ class LraArguments:
     steps_per_second: str | None = field(default=None, metadata={"help": "With --dry_run: JSON {task: measured "
                                                                  "training steps/s} to print GPU-hours."})
     torch_threads: int | None = torch_threads_field()
-    portable_numerics: bool = portable_numerics_field()
+    portable_numerics: str | None = portable_numerics_field()
 
     def __post_init__(self):
         check_declared(self)
@@ -116,7 +116,7 @@ def run(args: LraArguments) -> None:
     suite = suite_from(args)
     grid = with_portable_numerics(lra_grid(suite), args.portable_numerics)  # every setting checked (a dry run too)
     if not args.dry_run:
-        hold_grid_numerics(grid.experiment)  # before any torch operation: may start the command again, pinned
+        hold_grid_numerics(grid.experiment, None)  # before any torch operation; only the flag sets it here
     set_torch_threads(args.torch_threads)
     # the grid sets up the process group (gloo on CPU, a long timeout) itself: read the rank without touching it
     main_process = os.environ.get("RANK", "0") == "0"

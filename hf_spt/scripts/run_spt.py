@@ -13,8 +13,9 @@ Usage:
     python run_scripts/run_spt.py --bf16 --gradient_accumulation_steps 2 --report_to tensorboard \
         --learning_rate 5e-4 --finetune_learning_rate 1e-4 --max_steps 1000 --overwrite_output_dir
 
-    # CPU numerics pinned to AVX2: the same numbers on any Intel CPU (docs/lra.md)
+    # CPU numerics pinned to AVX2: the same numbers on any Intel CPU (docs/lra.md); cross_vendor: Intel and AMD
     python run_scripts/run_spt.py --portable_numerics --output_dir runs/portable
+    python run_scripts/run_spt.py --portable_numerics cross_vendor --output_dir runs/cross_vendor
 
     # settings from a file (JSON or YAML, the flags' names); flags still override it
     python run_scripts/run_spt.py --config_file my_run.yaml --seed 3

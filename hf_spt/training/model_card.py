@@ -33,18 +33,12 @@ PIPELINE_TAGS = {"masked": "fill-mask", "causal": "text-generation", None: "text
 AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalLM", None: "AutoModelForSequenceClassification"}
 
 
-PACKAGE_DISTRIBUTION = "hf-spt"
-
-
 def package_version() -> tuple[str, str]:
-    """hf_spt's version and where it was read: the installed distribution's metadata, else (the checkout only on
-    PYTHONPATH, as the GPU self-check runs it) the package's own `hf_spt.__version__`, the same number setup.cfg
-    builds from."""
-    try:
-        return metadata.version(PACKAGE_DISTRIBUTION), f"the installed {PACKAGE_DISTRIBUTION} distribution"
-    except metadata.PackageNotFoundError:  # the package itself is imported before any of its modules: no import here
-        package = sys.modules[__name__.split(".")[0]]
-        return package.__version__, f"hf_spt.__version__ (no {PACKAGE_DISTRIBUTION} distribution installed)"
+    """hf_spt's version and where it was read: the imported package's own `hf_spt.__version__` (the number
+    setup.cfg builds from), not an installed distribution's metadata, which a checkout on PYTHONPATH over an
+    installed release would misname. Records and `hf-spt --version` both read it here."""
+    package = sys.modules[__name__.split(".")[0]]  # imported before any of its modules: no import here
+    return package.__version__, f"hf_spt.__version__ (the package imported from {Path(package.__file__).parent})"
 
 
 def installed_versions() -> dict[str, str]:
@@ -206,5 +200,5 @@ class ModelCardMixin:
             write_model_card(self.model_card_data, self.args.output_dir)
 
 
-__all__ = ["PACKAGE_DISTRIBUTION", "package_version", "SptModelCardData", "ModelCardMixin", "model_card", "write_model_card",
+__all__ = ["package_version", "SptModelCardData", "ModelCardMixin", "model_card", "write_model_card",
            "installed_versions", "TEMPLATE_PATH", "MODEL_CARD_NAME"]

@@ -58,7 +58,7 @@ class AnalysisArguments(ReportOptions):
         default=None, metadata={"help": "Where the PNGs, report.md and report.json go (default: RUN/analysis with "
                                         "--run, else analysis)."}
     )
-    portable_numerics: bool = portable_numerics_field()
+    portable_numerics: str | None = portable_numerics_field()
 
 
 def _choose(flag: str, given: bool, typed: Any, choices: list[Any]) -> Any:

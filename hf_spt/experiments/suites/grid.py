@@ -193,10 +193,10 @@ def parse_grid(raw: dict[str, Any], source: str = "grid") -> Grid:
     return grid
 
 
-def with_portable_numerics(grid: Grid, asked: bool) -> Grid:
-    """`grid` with portable numerics turned on when `asked` (a suite's `--portable_numerics`) over its file's
-    `experiment: {portable_numerics: ...}`; unchanged otherwise."""
-    return replace(grid, experiment={**grid.experiment, "portable_numerics": True}) if asked else grid
+def with_portable_numerics(grid: Grid, asked: str | None) -> Grid:
+    """`grid` with a suite's `--portable_numerics` value ("true", "cross_vendor", or "false", which turns a file's
+    setting off) over its file's `experiment: {portable_numerics: ...}`; unchanged where the flag was not given."""
+    return grid if asked is None else replace(grid, experiment={**grid.experiment, "portable_numerics": asked})
 
 
 def check_trainer_settings_of(grid: Grid) -> None:
