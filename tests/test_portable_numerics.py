@@ -478,6 +478,30 @@ def golden_versions() -> dict[str, str]:
     return {"torch": torch.__version__, "transformers": transformers.__version__}
 
 
+def label_here(mode: str = "true") -> str:
+    """The numerics label a portable run of `mode` takes on this machine, asked of a fresh pinned process (MKL's
+    branch is fixed at its first GEMM)."""
+    code = ("import json, torch, hf_spt\nfrom hf_spt import numerics\n"
+            f"hf_spt.portable_numerics({mode!r})\n"
+            "torch.ones(8, 8) @ torch.ones(8, 8)\n"
+            "print(numerics.numerics_label({'numerics': numerics.numerics_record(), 'cpu': numerics.cpu_description()}))")
+    done = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_the_label_here_follows_what_mkl_answers_on_this_vendor():
+    """Issue 64 item 7: a portable process here is labelled by the branch MKL reports on this CPU's vendor (AVX2 on
+    Intel; its automatic branch on any other), not by a branch recorded in a test; and the cross-vendor mode's label
+    names no CPU."""
+    vendor = numerics.cpu_description().get("vendor", "")
+    here = label_here()
+    assert (here == numerics.PORTABLE_LABEL) == (vendor == "GenuineIntel"), (vendor, here)
+    if vendor != "GenuineIntel":
+        assert "MKL AUTO on" in here
+    assert label_here("cross_vendor") == "portable AVX2, MKL COMPATIBLE"
+
+
 def write_golden() -> None:
     """Train the golden's run here and record it under its numerics label, beside the other labels' goldens
     (`python tests/test_portable_numerics.py --write`)."""
@@ -495,6 +519,23 @@ def write_golden() -> None:
     GOLDEN.write_text(json.dumps(goldens, indent=1, sort_keys=True) + "\n")
 
 
+def which_golden() -> str:
+    """One line for CI's log: which committed golden this machine's portable runs are checked against, or that
+    none is (the golden test then skips)."""
+    goldens = json.loads(GOLDEN.read_text()) if GOLDEN.is_file() else {}
+    found = []
+    for mode in ("true", "cross_vendor"):
+        label = label_here(mode)
+        golden = goldens.get(label)
+        found.append(f"{label!r}: " + ("no golden committed (the golden test skips it)" if golden is None else
+                                       f"the golden made on {golden['made_on']}"
+                                       + ("" if golden["versions"] == golden_versions() else
+                                          f", of other versions {golden['versions']} (the golden test skips it)")))
+    return "portable numerics goldens checked here: " + "; ".join(found)
+
+
 if __name__ == "__main__":
     if "--write" in sys.argv:
         write_golden()
+    if "--which" in sys.argv:
+        print(which_golden())
