@@ -1,8 +1,8 @@
 """A preregistered study's confirmatory test: the contrasts, seeds and thresholds a study file declared before its
 rows existed, tested as declared.
 
-A study file's `preregistered:` mapping (parsed by `experiments.suites.budget_preregistration`) names the primary contrast
-(a configuration, the arm tested and its control, by arm name), the seeds (the whole list, fixed in advance),
+A study file's `preregistered:` mapping (parsed by `experiments.suites.budget_preregistration`) names the primary
+contrast (a configuration, the arm tested and its control, by arm name), the seeds (the whole list, fixed in advance),
 alpha, the smallest effect of interest (points of test accuracy), any secondary contrasts and, optionally, an
 alpha-spending rule for interim looks. The declaration binds the whole study file: its definition (everything
 that defines a row: tasks, model, recipe, arms, budgets and the declaration itself; not `output_dir`, the seeds a
@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from scipy import stats
 
 from ..numerics import numerics_label
@@ -212,10 +213,12 @@ def seeds_for_power(sd: float, smallest_effect: float, alpha: float, power: floa
     effect_size = smallest_effect / sd
     with warnings.catch_warnings():  # a failed solve says so by returning NaN, handled below
         warnings.simplefilter("ignore")
-        needed = TTestPower().solve_power(effect_size=effect_size, alpha=alpha, power=power, alternative="two-sided")
+        solved = TTestPower().solve_power(effect_size=effect_size, alpha=alpha, power=power, alternative="two-sided")
+    needed = float(np.asarray(solved).reshape(-1)[0])  # statsmodels 0.14 answers a failed solve with a 1-array
     if math.isfinite(needed):
         count = max(2, math.ceil(needed))
-        if power_at(count, effect_size, alpha) >= power and (count == 2 or power_at(count - 1, effect_size, alpha) < power):
+        reaches = power_at(count, effect_size, alpha) >= power
+        if reaches and (count == 2 or power_at(count - 1, effect_size, alpha) < power):
             return count
     return next((seeds for seeds in range(2, SEARCHED_SEEDS + 1) if power_at(seeds, effect_size, alpha) >= power),
                 None)
@@ -294,7 +297,8 @@ def power_line(registration: Preregistration, primary: PairedDifference | None, 
              else "finds no number of seeds that reaches it (the effect is too small against the spread)")
     return (f"Power: from {source}, the differences' sd is {sd:.2f} points; a two-sided paired t-test at alpha "
             f"{registration.alpha:g} {count} for {POWER:.0%} power at the smallest effect of interest, "
-            f"{registration.smallest_effect:g} points (statsmodels TTestPower); {len(registration.seeds)} are declared.")
+            f"{registration.smallest_effect:g} points (statsmodels TTestPower); "
+            f"{len(registration.seeds)} are declared.")
 
 
 def _seed_list(seeds: Sequence[int]) -> str:
@@ -387,11 +391,13 @@ def _sensitivity_lines(registration: Preregistration, rows: Sequence[Mapping[str
             strata.setdefault(" / ".join(sorted(labels.get(seed, {"unrecorded"}))), []).append(seed)
         if len(strata) < 2:
             continue
-        parts = [PairedDifference(tuple((s, d) for s, d in difference.pairs if s in seeds)) for seeds in strata.values()]
+        parts = [PairedDifference(tuple((s, d) for s, d in difference.pairs if s in seeds))
+                 for seeds in strata.values()]
         found += [f"| {contrast.words()} | {label} | {_seed_list(seeds)} | {cells[2]} | {cells[4]} |"
                   for (label, seeds), part in zip(strata.items(), parts) for cells in [paired_cells(part)]]
         pooled = paired_cells(difference)
-        found.append(f"| {contrast.words()} | all, pooled (as tested) | {difference.n} seeds | {pooled[2]} | {pooled[4]} |")
+        found.append(f"| {contrast.words()} | all, pooled (as tested) | {difference.n} seeds | {pooled[2]} "
+                     f"| {pooled[4]} |")
         estimate = stratified_estimate(parts)
         found.append(f"| {contrast.words()} | stratified by numerics (inverse-variance) | {difference.n} seeds | "
                      + ("n/a | a stratum has no standard error |" if estimate is None else
@@ -472,11 +478,12 @@ def preregistered_lines(registration: Preregistration, rows: Sequence[Mapping[st
               _row("primary", registration.primary, primary, len(tested), declared, primary and primary.p_value,
                    None, alpha, registration.smallest_effect)]
     lines += [_row("secondary", contrast, difference, len(tested), declared, difference and difference.p_value, p,
-                   alpha, registration.smallest_effect) for contrast, difference, p in zip(registration.secondary, secondaries, adjusted)]
+                   alpha, registration.smallest_effect)
+              for contrast, difference, p in zip(registration.secondary, secondaries, adjusted)]
     return [*lines, "", *_sensitivity_lines(registration, rows, differences),
             power_line(registration, primary, complete), "", declaration_line(registration, rows), ""]
 
 
 __all__ = ["POWER", "EXPLORATORY_NOTE", "SPENDING_RULES", "Contrast", "Declaration", "AlphaSpending",
-           "Preregistration", "contrast_difference", "holm_adjusted", "power_at", "SEARCHED_SEEDS", "seeds_for_power", "spent_alpha",
-           "look_alphas", "power_line", "declaration_line", "withheld_units", "preregistered_lines"]
+           "Preregistration", "contrast_difference", "holm_adjusted", "power_at", "SEARCHED_SEEDS", "seeds_for_power",
+           "spent_alpha", "look_alphas", "power_line", "declaration_line", "withheld_units", "preregistered_lines"]
