@@ -202,8 +202,8 @@ def seeds_for_power(sd: float, smallest_effect: float, alpha: float, power: floa
     differences spread with standard deviation `sd` (same units; statsmodels' `TTestPower`): at least 2, the
     fewest a paired t-test takes. For a large effect (about 5.5 sds or more) the solver returns NaN, or a count it
     did not converge on (10 for 15 sds), so its answer stands only where the power (`power_at`) confirms it is the
-    smallest count that reaches `power`; else the counts from 2 to `SEARCHED_SEEDS` are tried one by one, and None
-    where none reaches it (an effect too small against the spread for any study)."""
+    smallest count that reaches `power` (and is at most `SEARCHED_SEEDS`); else the counts from 2 to `SEARCHED_SEEDS`
+    are tried one by one, and None where none reaches it (an effect too small against the spread for any study)."""
     import warnings
 
     from statsmodels.stats.power import TTestPower
@@ -215,7 +215,7 @@ def seeds_for_power(sd: float, smallest_effect: float, alpha: float, power: floa
         warnings.simplefilter("ignore")
         solved = TTestPower().solve_power(effect_size=effect_size, alpha=alpha, power=power, alternative="two-sided")
     needed = float(np.asarray(solved).reshape(-1)[0])  # statsmodels 0.14 answers a failed solve with a 1-array
-    if math.isfinite(needed):
+    if math.isfinite(needed) and needed <= SEARCHED_SEEDS:  # statsmodels 0.14 may answer 1e22 for a tiny effect
         count = max(2, math.ceil(needed))
         reaches = power_at(count, effect_size, alpha) >= power
         if reaches and (count == 2 or power_at(count - 1, effect_size, alpha) < power):
