@@ -335,6 +335,42 @@ def test_a_contrast_may_take_the_mean_of_controls_or_subtract_a_twin_configurati
     assert any(line.startswith("| secondary | spt minus scratch, a, minus the same in b | 4 of 4 |") for line in lines)
 
 
+def test_a_claim_may_declare_its_own_smallest_effect(tmp_path):
+    """Issue 65: each claim is sized by its own smallest effect of interest where it declares one (the verdict reads
+    its interval against that one, the header names it, the power line uses the primary's); the others keep the
+    study's."""
+    study = tmp_path / "s.yaml"
+    declared = {**DECLARED, "primary": {**DECLARED["primary"], "smallest_effect": 0.5},
+                "secondary": [{"config": "a", "arm": "spt", "control": "scratch", "smallest_effect": 3.0},
+                              DECLARED["secondary"][1]]}
+    study.write_text(yaml.safe_dump({**STUDY, "preregistered": declared}))
+    registration = study_preregistration(str(study))
+    own, plain = registration.secondary
+    assert registration.smallest_for(registration.primary) == 0.5 and registration.smallest_for(own) == 3.0
+    assert plain.smallest_effect is None and registration.smallest_for(plain) == 2.0
+    assert own == Contrast("a", "spt", "scratch")  # the effect sizes a claim; it is not part of which contrast it is
+    text = "\n".join(preregistered_lines(registration, rows()))
+    assert "smallest effect of interest 0.5 points (spt minus scratch, a: 3);" in text
+    primary = contrast_difference(rows(), registration.primary, (10, 11, 12, 13))
+    assert 0.5 <= 100 * min(primary.interval) < 2.0  # beyond the claim's own effect, not beyond the study's
+    assert "the whole interval at or beyond the smallest effect of interest, 0.5 points" in text
+    assert "power at the smallest effect of interest, 0.5 points" in text
+    plain_text = "\n".join(preregistered_lines(study_preregistration_without_effects(tmp_path), rows()))
+    assert "the interval reaching across the smallest effect of interest, 2 points" in plain_text
+    for bad, message in ((0.001, "secondary 1 smallest_effect is in points of test accuracy, from 0.01 to 100"),
+                         ("big", "secondary 1 smallest_effect must be a finite number above 0")):
+        declared["secondary"][0]["smallest_effect"] = bad
+        study.write_text(yaml.safe_dump({**STUDY, "preregistered": declared}))
+        with pytest.raises(UserInputError, match=re.escape(message)):
+            study_grid(str(study))
+
+
+def study_preregistration_without_effects(tmp_path: Path) -> Preregistration:
+    study = tmp_path / "plain.yaml"
+    study.write_text(yaml.safe_dump({**STUDY, "preregistered": DECLARED}))
+    return study_preregistration(str(study))
+
+
 def test_described_commits():
     assert described_commit("0123456789ab") == "0123456789ab"
     assert described_commit("0123456789ab-dirty") == "0123456789ab"

@@ -67,6 +67,9 @@ class Contrast:
     arm: str
     control: str | tuple[str, ...]
     twin: str | None = None
+    smallest_effect: float | None = field(default=None, compare=False)
+    """Points: this claim's own smallest effect of interest, where it differs from the study's (None: the study's);
+    not part of what the contrast is, so a contrast declared twice is a repeat whatever its effect."""
 
     @property
     def controls(self) -> tuple[str, ...]:
@@ -136,6 +139,10 @@ class Preregistration:
     @property
     def contrasts(self) -> tuple[Contrast, ...]:
         return (self.primary, *self.secondary)
+
+    def smallest_for(self, contrast: Contrast) -> float:
+        """The smallest effect of interest (points) `contrast` was declared with: its own, else the study's."""
+        return self.smallest_effect if contrast.smallest_effect is None else contrast.smallest_effect
 
     def roles(self) -> dict[tuple[str, str, str], str]:
         """{(config, arm, control): "primary" or "secondary"} of the declared contrasts: what an exploratory table
@@ -292,12 +299,13 @@ def power_line(registration: Preregistration, primary: PairedDifference | None, 
     else:
         return ("Power: no estimate yet (it needs every declared seed's rows, or a pilot_sd declared in the study "
                 "file).")
-    needed = seeds_for_power(sd, registration.smallest_effect, registration.alpha)
+    smallest = registration.smallest_for(registration.primary)
+    needed = seeds_for_power(sd, smallest, registration.alpha)
     count = (f"needs {needed} seeds" if needed is not None
              else "finds no number of seeds that reaches it (the effect is too small against the spread)")
     return (f"Power: from {source}, the differences' sd is {sd:.2f} points; a two-sided paired t-test at alpha "
             f"{registration.alpha:g} {count} for {POWER:.0%} power at the smallest effect of interest, "
-            f"{registration.smallest_effect:g} points (statsmodels TTestPower); "
+            f"{smallest:g} points (statsmodels TTestPower); "
             f"{len(registration.seeds)} are declared.")
 
 
@@ -449,7 +457,10 @@ def preregistered_lines(registration: Preregistration, rows: Sequence[Mapping[st
     lines = [f"## Preregistered: {registration.study}", "",
              f"Declared in the study file: primary {registration.primary.words()}; seeds "
              f"{', '.join(map(str, seeds))} ({declared}); alpha {registration.alpha:g}; smallest effect of interest "
-             f"{registration.smallest_effect:g} points; {len(registration.secondary)} secondary contrast(s)"
+             f"{registration.smallest_for(registration.primary):g} points"
+             + "".join(f" ({c.words()}: {c.smallest_effect:g})" for c in registration.secondary
+                       if c.smallest_effect is not None)
+             + f"; {len(registration.secondary)} secondary contrast(s)"
              + (f"; interim looks at {', '.join(map(str, spending.looks))} seeds, alpha spent by the "
                 f"{spending.rule} rule" if spending else "; no interim look") + ". Only the "
              "declared seeds count. Differences in points of test accuracy, paired by seed: mean, 95% interval "
@@ -476,9 +487,9 @@ def preregistered_lines(registration: Preregistration, rows: Sequence[Mapping[st
     lines += ["| role | contrast | seeds | mean | 95% interval | p | Holm-adjusted p | ahead | verdict |",
               "|---|---|---|---|---|---|---|---|---|",
               _row("primary", registration.primary, primary, len(tested), declared, primary and primary.p_value,
-                   None, alpha, registration.smallest_effect)]
+                   None, alpha, registration.smallest_for(registration.primary))]
     lines += [_row("secondary", contrast, difference, len(tested), declared, difference and difference.p_value, p,
-                   alpha, registration.smallest_effect)
+                   alpha, registration.smallest_for(contrast))
               for contrast, difference, p in zip(registration.secondary, secondaries, adjusted)]
     return [*lines, "", *_sensitivity_lines(registration, rows, differences),
             power_line(registration, primary, complete), "", declaration_line(registration, rows), ""]

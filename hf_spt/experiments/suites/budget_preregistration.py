@@ -10,13 +10,16 @@
       pilot_sd: 2.0                     # optional: the pilot's sd of the differences (points), for the power line
       alpha_spending: {rule: obrien_fleming, looks: [8, 16]}   # optional: interim looks (seeds with rows)
 
-A contrast's `control` may be a list (the arm minus their mean) and it may name a `twin` configuration (the same
-contrast there subtracted, seed by seed: a difference in differences; `reports.preregistration.Contrast`).
+A contrast's `control` may be a list (the arm minus their mean), it may name a `twin` configuration (the same
+contrast there subtracted, seed by seed: a difference in differences; `reports.preregistration.Contrast`) and a
+`smallest_effect` of its own, in points, where its claim is sized differently from the study's (the verdict reads
+its interval against it; the power line uses the primary's).
 
 Arms are named as in the study's `arms:` (a budget arm with its suffix, `spt_e40`), configurations as its task
 keys; every contrast is declared once (the primary is no secondary). Every value is checked while the study plans
 (finite numbers in their ranges: a smallest effect from 0.01 to 100 points, a pilot sd below 100), so a value the
-power line cannot use stops the plan, not the report after every cell has trained. The report (`reports.preregistration`) tests the contrasts as declared.
+power line cannot use stops the plan, not the report after every cell has trained. The report
+(`reports.preregistration`) tests the contrasts as declared.
 
 The declaration binds the whole study (`study_definition`: the parsed file less `output_dir`, the `seeds` a launch
 trains and the tasks' `title`s, none of which changes a row). Its commit is the oldest commit from which that
@@ -55,13 +58,17 @@ _EXAMPLE = ("e.g. preregistered: {primary: {config: CONFIG, arm: spt, control: s
             "alpha: 0.05, smallest_effect: 1.0}")
 
 
+_CONTRAST_KEYS = {"config", "arm", "control", "twin", "smallest_effect"}
+
+
 def _contrast(value: Any, what: str, grid: Grid, path: Path) -> Contrast:
-    """A declared contrast: {config, arm, control} with `control` one arm or a list (the arm minus their mean), and
-    an optional `twin` configuration (the same contrast there subtracted), checked against the grid."""
-    if not isinstance(value, dict) or not {"config", "arm", "control"} <= set(value) <= {"config", "arm", "control",
-                                                                                            "twin"}:
+    """A declared contrast: {config, arm, control} with `control` one arm or a list (the arm minus their mean), an
+    optional `twin` configuration (the same contrast there subtracted) and an optional `smallest_effect` of its own
+    (points), checked against the grid."""
+    if not isinstance(value, dict) or not {"config", "arm", "control"} <= set(value) <= _CONTRAST_KEYS:
         raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} must be a mapping of config, arm and control (one "
-                             f"arm, or a list of arms: minus their mean), and optionally twin, got {value!r}.")
+                             f"arm, or a list of arms: minus their mean), and optionally twin and smallest_effect, "
+                             f"got {value!r}.")
     arms = [arm.name for arm in grid.arms]
     configs = [value["config"]] + ([value["twin"]] if "twin" in value else [])
     for config in configs:
@@ -85,17 +92,22 @@ def _contrast(value: Any, what: str, grid: Grid, path: Path) -> Contrast:
     if value["arm"] in controls:
         raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} compares arm {value['arm']!r} with itself.")
     control = controls[0] if len(controls) == 1 and not isinstance(value["control"], list) else tuple(sorted(controls))
-    return Contrast(value["config"], value["arm"], control, value.get("twin"))
+    smallest = _number(value, "smallest_effect", path, 0, None, f"{what} ")
+    if smallest is not None:
+        _checked_effect(smallest, path, f"{what} ")
+    return Contrast(value["config"], value["arm"], control, value.get("twin"), smallest)
 
 
-def _number(block: dict[str, Any], key: str, path: Path, low: float, high: float | None) -> float | None:
+def _number(block: dict[str, Any], key: str, path: Path, low: float, high: float | None,
+            where: str = "") -> float | None:
     value = block.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not (
             low < value and (high is None or value < high)):
         bounds = f"between {low:g} and {high:g}" if high is not None else f"above {low:g}"
-        raise UserInputError(f"{path}: {PREREGISTERED_KEY} {key} must be a finite number {bounds}, got {value!r}.")
+        raise UserInputError(f"{path}: {PREREGISTERED_KEY} {where}{key} must be a finite number {bounds}, "
+                             f"got {value!r}.")
     return float(value)
 
 
@@ -114,12 +126,12 @@ def _alpha_spending(value: Any, seeds: int, path: Path) -> AlphaSpending | None:
     return AlphaSpending(value["rule"], tuple(looks))
 
 
-def _checked_effect(registration: Preregistration, path: Path) -> None:
-    """Refuse a smallest effect the power line cannot use (below `SMALLEST_EFFECT_FLOOR` or above 100 points), while
-    the study plans."""
-    if registration.smallest_effect < SMALLEST_EFFECT_FLOOR or registration.smallest_effect > 100:
-        raise UserInputError(f"{path}: {PREREGISTERED_KEY} smallest_effect is in points of test accuracy, from "
-                             f"{SMALLEST_EFFECT_FLOOR:g} to 100; got {registration.smallest_effect:g}.")
+def _checked_effect(smallest: float, path: Path, where: str = "") -> None:
+    """Refuse a smallest effect the power line and verdicts cannot use (below `SMALLEST_EFFECT_FLOOR` or above 100
+    points), while the study plans."""
+    if smallest < SMALLEST_EFFECT_FLOOR or smallest > 100:
+        raise UserInputError(f"{path}: {PREREGISTERED_KEY} {where}smallest_effect is in points of test accuracy, from "
+                             f"{SMALLEST_EFFECT_FLOOR:g} to 100; got {smallest:g}.")
 
 
 def parse_preregistration(block: Any, path: Path, grid: Grid, study: str) -> Preregistration:
@@ -154,7 +166,7 @@ def parse_preregistration(block: Any, path: Path, grid: Grid, study: str) -> Pre
         smallest_effect=_number(block, "smallest_effect", path, 0, None), secondary=secondaries,
         pilot_sd=_number(block, "pilot_sd", path, 0, 100),
         alpha_spending=_alpha_spending(block.get("alpha_spending"), len(seeds), path))
-    _checked_effect(registration, path)
+    _checked_effect(registration.smallest_effect, path)
     return registration
 
 
