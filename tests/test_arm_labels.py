@@ -30,7 +30,9 @@ TITLES_SINCE = {"mnist14_n1000": "MNIST 14x14, 1,000 labelled pictures",
                 "mnist14_n1000_declared": "MNIST 14x14, 1,000 labelled pictures (declared)",
                 "mnist14_n1000_permuted": "MNIST 14x14 permuted, 1,000 labelled pictures",
                 "mnist28_n1000": "MNIST 28x28, 1,000 labelled pictures",
-                "mnist14_n1000_mechanism": "MNIST 14x14, 1,000 labelled pictures (mechanism pilot)"}
+                "mnist14_n1000_mechanism": "MNIST 14x14, 1,000 labelled pictures (mechanism pilot)",
+                "mnist14_mechanism": "MNIST 14x14, 1,000 labelled pictures (mechanism, declared)",
+                "mnist14_mechanism_permuted": "MNIST 14x14 permuted, 1,000 labelled pictures (mechanism, declared)"}
 """Studies shipped since (issue 56's MNIST pilot, preregistered study and locality study)."""
 
 
