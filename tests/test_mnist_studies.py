@@ -6,6 +6,7 @@ with its claims declared as issue 65 states them."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 from pathlib import Path
 
@@ -112,3 +113,37 @@ def test_the_mechanism_claims_are_declared_as_the_issue_states_them():
     assert sorted(arm.name for arm in grid.arms if arm.runs_on(MECHANISM_TWIN)) == [
         "scratch", "scratch_compute_matched_full", "spt"]
     assert len([arm for arm in grid.arms if arm.runs_on(MECHANISM_CONFIG)]) == 7
+
+
+MECHANISM_MARKER = "<!-- mechanism-result: filled from docs/lra/mnist_mechanism/budget_study.md -->"
+
+
+def _mechanism_readme_rows() -> list[list[str]]:
+    readme = (ROOT / "README.md").read_text()
+    lines = readme[readme.index(MECHANISM_MARKER):].splitlines()[3:]  # marker, header, rule, then a row a claim
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[:lines.index("")]]
+
+
+def test_the_readme_quotes_the_mechanism_report_claim_by_claim():
+    """Issue 65 item 7: the README's second declared table has one row a claim, in the declaration's order, quoting
+    the committed report: each claim's seeds with rows while the study is interim (the report shows no estimate
+    then), its mean, interval and verdict once every declared seed is in; 0 seeds before the first row."""
+    registration = study_preregistration(MECHANISM)
+    rows = _mechanism_readme_rows()
+    assert [row[0] for row in rows] == ["primary"] + ["secondary"] * len(registration.secondary)
+    declared = len(registration.seeds)
+    report_path = ROOT / "docs" / "lra" / "mnist_mechanism" / "budget_study.md"
+    if not report_path.exists():
+        assert all(row[3] == f"interim: 0 of {declared} seeds" for row in rows)
+        return
+    report = report_path.read_text()
+    interim = next((line for line in report.splitlines() if line.startswith("**interim:")), None)
+    if interim is not None:
+        for contrast, row in zip(registration.contrasts, rows):
+            have = re.search(re.escape(contrast.words()) + r": (\d+) of", interim).group(1)
+            assert row[3] == f"interim: {have} of {declared} seeds"
+        return
+    tested = [line for line in report.splitlines() if line.startswith(("| primary |", "| secondary |"))]
+    for line, row in zip(tested, rows):
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert f"{cells[3]} {cells[4]}" in row[3] and cells[8].split(" (")[0] in row[3]
