@@ -96,7 +96,8 @@ def test_the_mechanism_declaration_uses_new_seeds_and_reaches_its_power():
     assert list(registration.seeds) == study_grid(MECHANISM).seeds and len(registration.seeds) >= 12
     used = {seed for study in (DECLARED, PILOT, LOCALITY, MECHANISM_PILOT) for seed in study_grid(study).seeds}
     assert not set(registration.seeds) & used
-    assert len(registration.seeds) >= seeds_for_power(registration.pilot_sd, registration.smallest_effect,
+    assert len(registration.seeds) >= seeds_for_power(registration.pilot_sd,
+                                                      registration.smallest_for(registration.primary),
                                                       registration.alpha)
 
 

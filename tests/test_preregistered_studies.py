@@ -344,18 +344,18 @@ def test_a_claim_may_declare_its_own_smallest_effect(tmp_path):
                 "secondary": [{"config": "a", "arm": "spt", "control": "scratch", "smallest_effect": 3.0},
                               DECLARED["secondary"][1]]}
     study.write_text(yaml.safe_dump({**STUDY, "preregistered": declared}))
-    registration = study_preregistration(str(study))
-    own, plain = registration.secondary
-    assert registration.smallest_for(registration.primary) == 0.5 and registration.smallest_for(own) == 3.0
-    assert plain.smallest_effect is None and registration.smallest_for(plain) == 2.0
+    declared_study = study_preregistration(str(study))
+    own, plain = declared_study.secondary
+    assert declared_study.smallest_for(declared_study.primary) == 0.5 and declared_study.smallest_for(own) == 3.0
+    assert plain.smallest_effect is None and declared_study.smallest_for(plain) == 2.0
     assert own == Contrast("a", "spt", "scratch")  # the effect sizes a claim; it is not part of which contrast it is
-    text = "\n".join(preregistered_lines(registration, rows()))
+    text = "\n".join(preregistered_lines(declared_study, rows()))
     assert "smallest effect of interest 0.5 points (spt minus scratch, a: 3);" in text
-    primary = contrast_difference(rows(), registration.primary, (10, 11, 12, 13))
+    primary = contrast_difference(rows(), declared_study.primary, (10, 11, 12, 13))
     assert 0.5 <= 100 * min(primary.interval) < 2.0  # beyond the claim's own effect, not beyond the study's
     assert "the whole interval at or beyond the smallest effect of interest, 0.5 points" in text
     assert "power at the smallest effect of interest, 0.5 points" in text
-    plain_text = "\n".join(preregistered_lines(study_preregistration_without_effects(tmp_path), rows()))
+    plain_text = "\n".join(preregistered_lines(registration(), rows()))  # the study's 2 points for all
     assert "the interval reaching across the smallest effect of interest, 2 points" in plain_text
     for bad, message in ((0.001, "secondary 1 smallest_effect is in points of test accuracy, from 0.01 to 100"),
                          ("big", "secondary 1 smallest_effect must be a finite number above 0")):
@@ -363,12 +363,6 @@ def test_a_claim_may_declare_its_own_smallest_effect(tmp_path):
         study.write_text(yaml.safe_dump({**STUDY, "preregistered": declared}))
         with pytest.raises(UserInputError, match=re.escape(message)):
             study_grid(str(study))
-
-
-def study_preregistration_without_effects(tmp_path: Path) -> Preregistration:
-    study = tmp_path / "plain.yaml"
-    study.write_text(yaml.safe_dump({**STUDY, "preregistered": DECLARED}))
-    return study_preregistration(str(study))
 
 
 def test_described_commits():

@@ -305,8 +305,7 @@ def power_line(registration: Preregistration, primary: PairedDifference | None, 
              else "finds no number of seeds that reaches it (the effect is too small against the spread)")
     return (f"Power: from {source}, the differences' sd is {sd:.2f} points; a two-sided paired t-test at alpha "
             f"{registration.alpha:g} {count} for {POWER:.0%} power at the smallest effect of interest, "
-            f"{smallest:g} points (statsmodels TTestPower); "
-            f"{len(registration.seeds)} are declared.")
+            f"{smallest:g} points (statsmodels TTestPower); {len(registration.seeds)} are declared.")
 
 
 def _seed_list(seeds: Sequence[int]) -> str:

@@ -92,10 +92,8 @@ def _contrast(value: Any, what: str, grid: Grid, path: Path) -> Contrast:
     if value["arm"] in controls:
         raise UserInputError(f"{path}: {PREREGISTERED_KEY} {what} compares arm {value['arm']!r} with itself.")
     control = controls[0] if len(controls) == 1 and not isinstance(value["control"], list) else tuple(sorted(controls))
-    smallest = _number(value, "smallest_effect", path, 0, None, f"{what} ")
-    if smallest is not None:
-        _checked_effect(smallest, path, f"{what} ")
-    return Contrast(value["config"], value["arm"], control, value.get("twin"), smallest)
+    return Contrast(value["config"], value["arm"], control, value.get("twin"),
+                    _smallest_effect(value, path, f"{what} "))
 
 
 def _number(block: dict[str, Any], key: str, path: Path, low: float, high: float | None,
@@ -126,12 +124,15 @@ def _alpha_spending(value: Any, seeds: int, path: Path) -> AlphaSpending | None:
     return AlphaSpending(value["rule"], tuple(looks))
 
 
-def _checked_effect(smallest: float, path: Path, where: str = "") -> None:
-    """Refuse a smallest effect the power line and verdicts cannot use (below `SMALLEST_EFFECT_FLOOR` or above 100
-    points), while the study plans."""
-    if smallest < SMALLEST_EFFECT_FLOOR or smallest > 100:
+def _smallest_effect(block: dict[str, Any], path: Path, where: str = "") -> float | None:
+    """`block`'s smallest_effect (None where it declares none), refused while the study plans where the power line
+    and verdicts cannot use it: not a finite positive number, or below `SMALLEST_EFFECT_FLOOR` or above 100 points.
+    `where` names the contrast in the message (the study's own value: none)."""
+    smallest = _number(block, "smallest_effect", path, 0, None, where)
+    if smallest is not None and (smallest < SMALLEST_EFFECT_FLOOR or smallest > 100):
         raise UserInputError(f"{path}: {PREREGISTERED_KEY} {where}smallest_effect is in points of test accuracy, from "
                              f"{SMALLEST_EFFECT_FLOOR:g} to 100; got {smallest:g}.")
+    return smallest
 
 
 def parse_preregistration(block: Any, path: Path, grid: Grid, study: str) -> Preregistration:
@@ -163,10 +164,9 @@ def parse_preregistration(block: Any, path: Path, grid: Grid, study: str) -> Pre
         seen.append(contrast)
     registration = Preregistration(
         study=study, primary=primary, seeds=tuple(seeds), alpha=_number(block, "alpha", path, 0, 1),
-        smallest_effect=_number(block, "smallest_effect", path, 0, None), secondary=secondaries,
+        smallest_effect=_smallest_effect(block, path), secondary=secondaries,
         pilot_sd=_number(block, "pilot_sd", path, 0, 100),
         alpha_spending=_alpha_spending(block.get("alpha_spending"), len(seeds), path))
-    _checked_effect(registration.smallest_effect, path)
     return registration
 
 
