@@ -162,12 +162,11 @@ def parse_preregistration(block: Any, path: Path, grid: Grid, study: str) -> Pre
             raise UserInputError(f"{path}: {PREREGISTERED_KEY} secondary {index + 1} ({contrast.words()}) repeats "
                                  f"{again}: declare each contrast once (a repeat would count twice in Holm's family).")
         seen.append(contrast)
-    registration = Preregistration(
+    return Preregistration(
         study=study, primary=primary, seeds=tuple(seeds), alpha=_number(block, "alpha", path, 0, 1),
         smallest_effect=_smallest_effect(block, path), secondary=secondaries,
         pilot_sd=_number(block, "pilot_sd", path, 0, 100),
         alpha_spending=_alpha_spending(block.get("alpha_spending"), len(seeds), path))
-    return registration
 
 
 def study_definition(raw: dict[str, Any]) -> dict[str, Any]:
