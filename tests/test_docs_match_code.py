@@ -351,6 +351,16 @@ def test_flag_reference_lists_every_mode_and_recipe() -> None:
                 f"docs/running.md:{number}: `{flag}` lists {', '.join(listed)}; the code takes {', '.join(values)}")
 
 
+def test_the_ci_runs_the_readme_test_command() -> None:
+    """README's set-up says `.ci/run` ends with its test command: the two stay one command (workers included)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r'^pip install -e "\.\[test\]" && (.+)$', readme, flags=re.MULTILINE)
+    assert len(commands) == 1, "README's set-up: one `pip install -e \".[test]\" && ...` line"
+    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.startswith("#")]
+    assert ci_lines[-1] == commands[0], f".ci/run ends with {ci_lines[-1]!r}; README's test command is {commands[0]!r}"
+
+
 if __name__ == "__main__":  # the subprocess of `script_flags`: one JSON line {script: [flags]}
     sys.path[0] = str(ROOT)  # the worktree's hf_spt, not this file's folder
     flags = {Path(arg).stem: _option_strings(Path(arg)) for arg in sys.argv[1:]}

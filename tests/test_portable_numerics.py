@@ -80,6 +80,7 @@ def train(folder: Path, kind: str, mode: str | None, ranks: int = 1) -> dict:
     with `portable_numerics` `mode` (None: native): its weight digest, metrics and numerics record."""
     env = clean_env(**KINDS[kind])
     launcher = [] if ranks == 1 else ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(ranks),
+                                      "--main_process_port", "0",  # a free port: a parallel test may hold 29500
                                       "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
     if ranks > 1:
         env["ACCELERATE_USE_CPU"] = "1"
