@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from gloo_launch import gloo_launcher
 
 from hf_spt import numerics
 from hf_spt.errors import UserInputError
@@ -79,9 +80,7 @@ def train(folder: Path, kind: str, mode: str | None, ranks: int = 1) -> dict:
     """A tiny scratch run of run_spt.py in a fresh process (`ranks` gloo ranks) under the environment of CPU `kind`
     with `portable_numerics` `mode` (None: native): its weight digest, metrics and numerics record."""
     env = clean_env(**KINDS[kind])
-    launcher = [] if ranks == 1 else ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(ranks),
-                                      "--main_process_port", "0",  # a free port: a parallel test may hold 29500
-                                      "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    launcher = [] if ranks == 1 else gloo_launcher(ranks)
     if ranks > 1:
         env["ACCELERATE_USE_CPU"] = "1"
     command = [sys.executable, *launcher, str(ROOT / "run_scripts" / "run_spt.py"), *TINY, "--output_dir", str(folder),

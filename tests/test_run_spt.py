@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from gloo_launch import gloo_launcher
 
 from hf_spt.experiments.arguments import FINETUNE_FLAGS, PRETRAIN_FLAGS, ExperimentArguments
 from hf_spt.errors import UserInputError
@@ -105,10 +106,8 @@ def test_truncation_when_asked(tmp_path):
 def test_two_gloo_ranks_really_run(tmp_path):
     """`--multi_gpu --num_processes 2` with use_cpu starts two CPU processes (`--cpu` alone starts one)."""
     env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-               "--main_process_port", "0",  # a free port: other launches (a parallel test, a study) may hold 29500
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               str(ROOT / "run_scripts" / "run_spt.py"), *TINY, "--mode", "scratch", "--output_dir", str(tmp_path)]
+    command = [sys.executable, *gloo_launcher(2), str(ROOT / "run_scripts" / "run_spt.py"), *TINY, "--mode", "scratch",
+               "--output_dir", str(tmp_path)]
     completed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
