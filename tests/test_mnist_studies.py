@@ -148,3 +148,24 @@ def test_the_readme_quotes_the_mechanism_report_claim_by_claim():
     for line, row in zip(tested, rows):
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         assert f"{cells[3]} {cells[4]}" in row[3] and cells[8].split(" (")[0] in row[3]
+
+
+MECHANISM_SUMMARY = "<!-- mechanism-summary: from docs/lra/mnist_mechanism/budget_study.md -->"
+
+
+def test_the_lra_summary_quotes_every_mechanism_claim_or_none():
+    """docs/lra.md's summary paragraph on the declared mechanism study says no estimate is shown while the report is
+    interim, and once every declared seed is in quotes each claim's mean, interval and verdict from the report, so
+    no claim's answer is left out of the page a reader starts on."""
+    text = (ROOT / "docs" / "lra.md").read_text()
+    paragraph = " ".join(text[text.index(MECHANISM_SUMMARY):].split("\n\n")[0].splitlines()[1:])
+    report = (ROOT / "docs" / "lra" / "mnist_mechanism" / "budget_study.md").read_text()
+    tested = [line for line in report.splitlines() if line.startswith(("| primary |", "| secondary |"))]
+    if not tested:
+        assert "**interim:" in report and "No estimate is shown before all 12 seeds have rows" in paragraph
+        return
+    assert len(tested) == 1 + len(study_preregistration(MECHANISM).secondary)
+    for line in tested:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert f"{cells[3]} {cells[4]}" in paragraph, cells[1]
+        assert cells[8].split(" (")[0] in paragraph, cells[1]
