@@ -77,12 +77,14 @@ def plot_attention(rows: Sequence[Mapping[str, Any]], path: Path, titles: Mappin
                 axis.legend(fontsize=8)
 
 
-def write_attention_report(rows: Sequence[Mapping[str, Any]], output_dir: Path,
+def write_attention_report(rows: Sequence[Mapping[str, Any]], shown: Sequence[Mapping[str, Any]], output_dir: Path,
                            titles: Mapping[str, str] | None = None) -> None:
-    """Write the rows (`ATTENTION_JSON_NAME`) and, where there are any, the figure."""
+    """Write every row (`ATTENTION_JSON_NAME`: the record, as `budget_study.json` keeps every row, so a folder joined
+    later with `--combine` still has each seed's attention) and, where `shown` (the rows the report may show) has any,
+    the figure of those."""
     write_json(output_dir / ATTENTION_JSON_NAME, list(rows))
-    if rows:
-        plot_attention(rows, output_dir / ATTENTION_PLOT_NAME, titles)
+    if shown:
+        plot_attention(shown, output_dir / ATTENTION_PLOT_NAME, titles)
 
 
 __all__ = ["ATTENTION_JSON_NAME", "ATTENTION_PLOT_NAME", "attention_lines", "plot_attention", "write_attention_report"]

@@ -350,7 +350,8 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
     row (`Preregistration.owns`), tested as declared; a declared row whose test is not shown yet
     (`preregistration.withheld_units`) is left out of the rest, which would give its estimate away. `notes`: lines
     the report opens with (a named study file not at hand); `attention`: each cell's attention after fine-tuning
-    (`attention_report`), its table at the end and its rows and figure beside the report."""
+    (`attention_report`), its table at the end and its figure beside the report (the shown rows), its rows beside
+    the report (every row, the record)."""
     write_json(output_dir / STUDY_JSON_NAME, rows)
     write_json(output_dir / CHECKPOINTS_JSON_NAME, checkpoints)
     reported = [registration for registration in preregistrations if any(map(registration.owns, rows))]
@@ -362,12 +363,12 @@ def write_study_report(rows: list[dict[str, Any]], checkpoints: list[dict[str, A
         declared.append(f"The declared rows ({len(withheld)}) are left out of the exploratory part below until the "
                         "test above is shown.\n")
     summary, evidence = summarize_study(shown), study_evidence(shown, dict(studies))
-    attention = [row for row in attention if (row["config"], row["arm_name"], row["seed"]) not in withheld]
+    shown_attention = [row for row in attention if (row["config"], row["arm_name"], row["seed"]) not in withheld]
     write_text(output_dir / STUDY_MD_NAME, "# Budget study\n\n" + "".join(f"{note}\n\n" for note in notes)
                + numerics_notes(rows, "config", "configuration")
                + study_markdown(summary, checkpoints, evidence, declared, roles)
-               + "".join(f"\n{line}" for line in attention_lines(attention)))
-    write_attention_report(attention, output_dir, titles)
+               + "".join(f"\n{line}" for line in attention_lines(shown_attention)))
+    write_attention_report(attention, shown_attention, output_dir, titles)
     if any(entry["budgets"] for entry in summary.values()):  # a figure of gain against tokens needs a budget
         plot_study(summary, checkpoints, output_dir / STUDY_PLOT_NAME, titles)
     if paired_panels(evidence):  # the README's configurations, or a study of several configurations
