@@ -68,3 +68,22 @@ def test_the_declared_mnist_report_regenerates_and_says_what_it_checked():
         assert "as committed at bacaad90b9b9" in declaration and "Checked 88 declared rows" in declaration
         assert declaration.endswith("the declaration's commit is an ancestor of every one's commit, and each ran "
                                     "under the declared definition.")
+
+
+def test_the_declared_mechanism_report_regenerates_and_names_its_one_numerics_label():
+    """Issue 65 items 6 and 7: the mechanism study's confirmatory section, regenerated from its committed rows by
+    today's code, is the committed one; every seed ran with one numerics label, so in place of the per-label
+    sensitivity table it names that label (a report whose seeds mix labels prints the table)."""
+    from hf_spt.experiments.suites.budget_study import study_preregistration
+    from hf_spt.reports.preregistration import preregistered_lines
+
+    folder = DOCS / "lra" / "mnist_mechanism"
+    rows = json.loads((folder / "budget_study.json").read_text())
+    lines = preregistered_lines(study_preregistration("mnist_mechanism"), rows)
+    committed = (folder / "budget_study.md").read_text()
+    assert [line for line in lines if not line.startswith("Declaration")] == [
+        line for line in committed.splitlines()[2:2 + len(lines)] if not line.startswith("Declaration")]
+    assert len({json.dumps(row["numerics"], sort_keys=True) for row in rows}) == 1
+    assert ("Numerics: each declared contrast's seeds ran with one numerics label (portable AVX2, MKL AUTO on AMD "
+            "EPYC), so the sensitivity analysis by numerics has a single stratum") in committed
+    assert "Sensitivity analysis, not a test" not in committed
