@@ -47,21 +47,28 @@ def test_the_ablation_table_regenerates_with_the_same_numbers():
     assert table_lines(text) == expected and len(expected) > 10
 
 
+def confirmatory_section(study: str) -> tuple[list[str], str]:
+    """A declared study's confirmatory section as today's code writes it from the committed rows, and its committed
+    report, after asserting the two agree line for line from the report's "## Preregistered" heading on (the
+    declaration line aside: it reads git's history, which a shallow clone lacks)."""
+    from hf_spt.experiments.suites.budget_study import study_preregistration
+    from hf_spt.reports.preregistration import preregistered_lines
+
+    folder = DOCS / "lra" / study
+    lines = preregistered_lines(study_preregistration(study), json.loads((folder / "budget_study.json").read_text()))
+    committed = (folder / "budget_study.md").read_text()
+    start = committed.splitlines().index(lines[0])
+    assert [line for line in lines if not line.startswith("Declaration")] == [
+        line for line in committed.splitlines()[start:start + len(lines)] if not line.startswith("Declaration")]
+    return lines, committed
+
+
 def test_the_declared_mnist_report_regenerates_and_says_what_it_checked():
     """Issue 64: the preregistered MNIST report's confirmatory section, regenerated from its committed rows by today's
     code, is the committed one, and its declaration line checks every declared row (88: four arms of 22 seeds)."""
     import subprocess
 
-    from hf_spt.experiments.suites.budget_study import study_preregistration
-    from hf_spt.reports.preregistration import preregistered_lines
-
-    folder = DOCS / "lra" / "mnist_preregistered"
-    rows = json.loads((folder / "budget_study.json").read_text())
-    registration = study_preregistration("mnist_preregistered")
-    lines = preregistered_lines(registration, rows)
-    committed = (folder / "budget_study.md").read_text()
-    assert [line for line in lines if not line.startswith("Declaration")] == [
-        line for line in committed.splitlines()[4:4 + len(lines)] if not line.startswith("Declaration")]
+    lines, _ = confirmatory_section("mnist_preregistered")
     held = subprocess.run(["git", "cat-file", "-e", "bacaad90b9b9^{commit}"], cwd=DOCS, capture_output=True)
     if held.returncode == 0:  # a clone with the declaration's history (not a shallow one)
         declaration = next(line for line in lines if line.startswith("Declaration"))
@@ -74,15 +81,8 @@ def test_the_declared_mechanism_report_regenerates_and_names_its_one_numerics_la
     """Issue 65 items 6 and 7: the mechanism study's confirmatory section, regenerated from its committed rows by
     today's code, is the committed one; every seed ran with one numerics label, so in place of the per-label
     sensitivity table it names that label (a report whose seeds mix labels prints the table)."""
-    from hf_spt.experiments.suites.budget_study import study_preregistration
-    from hf_spt.reports.preregistration import preregistered_lines
-
-    folder = DOCS / "lra" / "mnist_mechanism"
-    rows = json.loads((folder / "budget_study.json").read_text())
-    lines = preregistered_lines(study_preregistration("mnist_mechanism"), rows)
-    committed = (folder / "budget_study.md").read_text()
-    assert [line for line in lines if not line.startswith("Declaration")] == [
-        line for line in committed.splitlines()[2:2 + len(lines)] if not line.startswith("Declaration")]
+    _, committed = confirmatory_section("mnist_mechanism")
+    rows = json.loads((DOCS / "lra" / "mnist_mechanism" / "budget_study.json").read_text())
     assert len({json.dumps(row["numerics"], sort_keys=True) for row in rows}) == 1
     assert ("Numerics: each declared contrast's seeds ran with one numerics label (portable AVX2, MKL AUTO on AMD "
             "EPYC), so the sensitivity analysis by numerics has a single stratum") in committed

@@ -125,6 +125,12 @@ def _mechanism_readme_rows() -> list[list[str]]:
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[:lines.index("")]]
 
 
+def _mechanism_report_claims(report: str) -> list[list[str]]:
+    """The cells of the committed mechanism report's tested rows (primary, then the secondaries); [] while interim."""
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in report.splitlines()
+            if line.startswith(("| primary |", "| secondary |"))]
+
+
 def test_the_readme_quotes_the_mechanism_report_claim_by_claim():
     """Issue 65 item 7: the README's second declared table has one row a claim, in the declaration's order, quoting
     the committed report: each claim's seeds with rows while the study is interim (the report shows no estimate
@@ -144,9 +150,7 @@ def test_the_readme_quotes_the_mechanism_report_claim_by_claim():
             have = re.search(re.escape(contrast.words()) + r": (\d+) of", interim).group(1)
             assert row[3] == f"interim: {have} of {declared} seeds"
         return
-    tested = [line for line in report.splitlines() if line.startswith(("| primary |", "| secondary |"))]
-    for line, row in zip(tested, rows):
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
+    for cells, row in zip(_mechanism_report_claims(report), rows):
         assert f"{cells[3]} {cells[4]}" in row[3] and cells[8].split(" (")[0] in row[3]
 
 
@@ -160,12 +164,11 @@ def test_the_lra_summary_quotes_every_mechanism_claim_or_none():
     text = (ROOT / "docs" / "lra.md").read_text()
     paragraph = " ".join(text[text.index(MECHANISM_SUMMARY):].split("\n\n")[0].splitlines()[1:])
     report = (ROOT / "docs" / "lra" / "mnist_mechanism" / "budget_study.md").read_text()
-    tested = [line for line in report.splitlines() if line.startswith(("| primary |", "| secondary |"))]
-    if not tested:
+    claims = _mechanism_report_claims(report)
+    if not claims:
         assert "**interim:" in report and "No estimate is shown before all 12 seeds have rows" in paragraph
         return
-    assert len(tested) == 1 + len(study_preregistration(MECHANISM).secondary)
-    for line in tested:
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
+    assert len(claims) == 1 + len(study_preregistration(MECHANISM).secondary)
+    for cells in claims:
         assert f"{cells[3]} {cells[4]}" in paragraph, cells[1]
         assert cells[8].split(" (")[0] in paragraph, cells[1]
